@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pixelkit needs, skipping those already present.
+# Idempotent and quick when everything is there. Needs root (or sudo) only
+# when something is missing. The CUDA toolkit is not a Debian package: when
+# /usr/local/cuda/bin/nvcc exists the CUDA backend is built, otherwise not.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libcli11-dev          # command-line options
+  libgtest-dev libgmock-dev googletest  # tests
+  libbenchmark-dev      # CPU benchmarks
+  libopencv-dev         # image/video I/O and the OpenCV comparisons (optional at configure time)
+  python3 python3-numpy python3-pywt  # PyWavelets cross-checks, .npy round trips
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

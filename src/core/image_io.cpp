@@ -1,0 +1,111 @@
+// Image files: OpenCV's imgcodecs where the build has it, .npy always.
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "pixelkit/config.hpp"
+#include "pixelkit/io.hpp"
+
+#if PIXELKIT_WITH_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace pixelkit {
+
+namespace {
+
+std::string extension_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+const std::vector<std::string>& codec_extensions() {
+  static const std::vector<std::string> exts = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff",
+                                                ".pgm", ".ppm", ".pnm", ".webp"};
+  return exts;
+}
+
+}  // namespace
+
+bool have_image_codecs() noexcept { return PIXELKIT_WITH_OPENCV != 0; }
+
+void check_image_extension(const std::string& path) {
+  const std::string ext = extension_of(path);
+  if (ext == ".npy") return;
+  const auto& exts = codec_extensions();
+  if (std::find(exts.begin(), exts.end(), ext) == exts.end())
+    throw Error(Status::invalid_argument,
+                "output '" + path + "': unsupported extension '" + ext +
+                    "' (use .png, .jpg, .jpeg, .bmp, .tif, .tiff, .pgm, .ppm, .pnm, .webp or .npy)");
+  if (!have_image_codecs())
+    throw Error(Status::unsupported, "output '" + path + "': this build has no image codecs (OpenCV was not found); use .npy");
+}
+
+Image read_image(const std::string& path, Memory memory) {
+  PIXELKIT_EXPECTS(is_host(memory), Status::invalid_argument, "read_image: memory must be host or pinned");
+  const auto bytes = read_file(path);
+  const std::string what = "input '" + path + "'";
+  static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (bytes.size() >= 6 && std::memcmp(bytes.data(), npy_magic, 6) == 0)
+    return image_from_npy(parse_npy(bytes.data(), bytes.size(), what), what, memory);
+#if PIXELKIT_WITH_OPENCV
+  if (bytes.empty()) throw Error(Status::io, what + " is empty");
+  cv::Mat m;
+  try {
+    m = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<unsigned char*>(bytes.data())),
+                     cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw Error(Status::io, what + " could not be decoded: " + e.what());
+  }
+  if (m.empty()) throw Error(Status::io, what + " is not an image pixelkit can read, or it is corrupt");
+  if (m.channels() == 2) throw Error(Status::unsupported, what + " has 2 channels (1, 3 or 4 supported)");
+  if (m.depth() != CV_8U && m.depth() != CV_32F) m.convertTo(m, CV_32F);
+  if (m.channels() == 3) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
+  else if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_BGRA2RGBA);
+  Image img(m.cols, m.rows, m.channels(), m.depth() == CV_8U ? PixelType::u8 : PixelType::f32, memory);
+  const std::size_t row = img.view().row_bytes();
+  for (int y = 0; y < m.rows; ++y) std::memcpy(img.row<unsigned char>(y), m.ptr(y), row);
+  return img;
+#else
+  (void)memory;
+  throw Error(Status::unsupported, what + ": this build reads only .npy arrays (OpenCV was not found at build time)");
+#endif
+}
+
+void write_image(const std::string& path, const ConstImageView& image) {
+  PIXELKIT_EXPECTS(is_host(image.memory), Status::invalid_argument, "write_image: image must be in host memory");
+  check_image_extension(path);
+  const std::string ext = extension_of(path);
+  if (ext == ".npy") {
+    write_npy(path, image);
+    return;
+  }
+#if PIXELKIT_WITH_OPENCV
+  const int depth = image.type == PixelType::u8 ? CV_8U : CV_32F;
+  cv::Mat view(image.height, image.width, CV_MAKETYPE(depth, image.channels), const_cast<void*>(image.data),
+               static_cast<std::size_t>(image.pitch));
+  cv::Mat m;
+  const bool keep_float = (ext == ".tif" || ext == ".tiff") && image.type == PixelType::f32;
+  if (image.type == PixelType::f32 && !keep_float) view.convertTo(m, CV_8U);  // rounds and saturates
+  else m = view;
+  if (m.channels() == 3) cv::cvtColor(m, m, cv::COLOR_RGB2BGR);
+  else if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_RGBA2BGRA);
+  std::vector<unsigned char> buf;
+  bool ok = false;
+  try {
+    ok = cv::imencode(ext, m, buf);
+  } catch (const cv::Exception& e) {
+    throw Error(Status::io, "output '" + path + "': cannot encode: " + e.what());
+  }
+  if (!ok) throw Error(Status::io, "output '" + path + "': cannot encode this image as " + ext);
+  write_file_atomic(path, buf.data(), buf.size());
+#endif
+}
+
+}  // namespace pixelkit

@@ -1,0 +1,422 @@
+// The filter: kernels and their parser, every backend against ref on odd
+// sizes, every border, 1/3/4 channels, u8/f32, kernel sides 1..31 (square and
+// not), sub-image views, device-resident images; ref against OpenCV.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "pixelkit/filter.hpp"
+#include "pixelkit/io.hpp"
+#include "test_support.hpp"
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace pixelkit::test {
+namespace {
+
+Kernel random_kernel(int w, int h, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> c(static_cast<std::size_t>(w) * h);
+  float sum = 0;
+  for (auto& v : c) { v = d(rng); sum += std::fabs(v); }
+  for (auto& v : c) v /= sum * 0.5f;  // keeps u8 results spread over 0..255 and beyond
+  return Kernel::from_matrix(w, h, c, "random" + std::to_string(w) + "x" + std::to_string(h));
+}
+
+const std::vector<Border>& all_borders() {
+  static const std::vector<Border> b = {{BorderMode::constant, 0.0f}, {BorderMode::constant, 7.0f},
+                                        {BorderMode::replicate, 0},    {BorderMode::reflect, 0},
+                                        {BorderMode::reflect101, 0},   {BorderMode::wrap, 0}};
+  return b;
+}
+
+// Runs one backend on host images (and, for cuda, also device-resident).
+Image run(Backend backend, const ConstImageView& src, const Kernel& k, const Border& border) {
+  Image dst(src.width, src.height, src.channels, src.type);
+  poison(dst.view());
+  Options o;
+  o.backend = backend;
+  filter2d(src, dst.view(), k, border, o);
+  return dst;
+}
+
+Image run_device(const ConstImageView& src, const Kernel& k, const Border& border) {
+  Image dsrc = clone(src, Memory::device);
+  Image ddst(src.width, src.height, src.channels, src.type, Memory::device);
+  Options o;
+  o.backend = Backend::cuda;
+  Filter2D f(k, border);
+  f(dsrc, ddst.view(), o);
+  synchronize(nullptr);
+  return clone(ddst.cview(), Memory::host);
+}
+
+std::string label(const ConstImageView& s, const Kernel& k, const Border& b) {
+  return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " +
+         to_string(s.type) + " kernel " + k.name + " " + std::to_string(k.width) + "x" + std::to_string(k.height) +
+         " border " + to_string(b);
+}
+
+// ---- kernels and the parser ----------------------------------------------------
+
+TEST(Kernel, NamedSpecs) {
+  const Kernel s = parse_kernel("sharpen");
+  EXPECT_EQ(s.coeffs, (std::vector<float>{0, -1, 0, -1, 5, -1, 0, -1, 0}));
+  EXPECT_EQ(parse_kernel("edge").coeffs, (std::vector<float>{-1, -1, -1, -1, 8, -1, -1, -1, -1}));
+  EXPECT_EQ(parse_kernel("laplacian").coeffs, (std::vector<float>{0, 1, 0, 1, -4, 1, 0, 1, 0}));
+  EXPECT_EQ(parse_kernel("emboss").coeffs, (std::vector<float>{-2, -1, 0, -1, 1, 1, 0, 1, 2}));
+  const Kernel b = parse_kernel("box:5");
+  EXPECT_EQ(b.width, 5);
+  EXPECT_TRUE(b.separable);
+  for (float c : b.coeffs) EXPECT_FLOAT_EQ(c, 1.0f / 25);
+  const Kernel u = parse_kernel("unsharp:3:2");
+  const auto g = gaussian_coefficients(3, 0);
+  EXPECT_NEAR(u.at(1, 1), 3.0 - 2.0 * g[1] * g[1], 1e-6);
+  EXPECT_NEAR(u.at(0, 0), -2.0 * g[0] * g[0], 1e-6);
+  EXPECT_FALSE(u.separable);
+  EXPECT_NEAR(parse_kernel("unsharp:5").at(2, 2), 2.0 - gaussian_coefficients(5, 0)[2] * gaussian_coefficients(5, 0)[2], 1e-6);
+}
+
+TEST(Kernel, GaussianMatchesOpenCVDefinition) {
+  // OpenCV's fixed tables for n <= 7 and its formula beyond.
+  EXPECT_EQ(gaussian_coefficients(3, 0), (std::vector<double>{0.25, 0.5, 0.25}));
+  EXPECT_EQ(gaussian_coefficients(7, 0)[3], 0.28125);
+  const auto g9 = gaussian_coefficients(9, 0);  // sigma = 0.3*(4-1)+0.8 = 1.7
+  double sum = 0;
+  for (double v : g9) sum += v;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(g9[4] / g9[3], std::exp(0.5 / (1.7 * 1.7)), 1e-12);
+#if PIXELKIT_TEST_HAVE_OPENCV
+  for (int n = 1; n <= 31; n += 2)
+    for (double sigma : {0.0, 0.7, 2.5}) {
+      const cv::Mat cvg = cv::getGaussianKernel(n, sigma, CV_64F);
+      const auto ours = gaussian_coefficients(n, sigma);
+      for (int i = 0; i < n; ++i) EXPECT_NEAR(ours[i], cvg.at<double>(i), 1e-15) << "n=" << n << " sigma=" << sigma;
+    }
+#endif
+  const Kernel k = parse_kernel("gaussian:5:1.5");
+  EXPECT_TRUE(k.separable);
+  EXPECT_NEAR(k.at(1, 3), gaussian_coefficients(5, 1.5)[1] * gaussian_coefficients(5, 1.5)[3], 1e-7);
+}
+
+TEST(Kernel, InlineMatrixAndFile) {
+  const Kernel k = parse_kernel("1,2,1;2,4,2;1,2,1/16");
+  EXPECT_EQ(k.width, 3);
+  EXPECT_EQ(k.height, 3);
+  EXPECT_FLOAT_EQ(k.at(1, 1), 0.25f);
+  EXPECT_TRUE(k.separable);
+  const Kernel r = parse_kernel("1,0,-1");  // 3 wide, 1 high
+  EXPECT_EQ(r.width, 3);
+  EXPECT_EQ(r.height, 1);
+  const Kernel c = parse_kernel("1;2;1;0;-1");  // 1 wide, 5 high
+  EXPECT_EQ(c.width, 1);
+  EXPECT_EQ(c.height, 5);
+  const std::string path = ::testing::TempDir() + "/pk_kernel.txt";
+  {
+    std::ofstream f(path);
+    f << "# a 3x5 kernel\n1 2 3 2 1\n2, 4, 6, 4, 2   # row 2\n1 2 3 2 1\n/36\n";
+  }
+  const Kernel fk = parse_kernel("@" + path);
+  EXPECT_EQ(fk.width, 5);
+  EXPECT_EQ(fk.height, 3);
+  EXPECT_FLOAT_EQ(fk.at(1, 2), 6.0f / 36);
+  std::remove(path.c_str());
+}
+
+void expect_kernel_error(const std::string& spec, const std::string& fragment) {
+  try {
+    parse_kernel(spec);
+    ADD_FAILURE() << "no error for kernel '" << spec << "'";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.status() == Status::invalid_argument || e.status() == Status::io) << spec;
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+        << "kernel '" << spec << "': message '" << e.what() << "' lacks '" << fragment << "'";
+  }
+}
+
+TEST(Kernel, BadSpecsAreRejectedWithAClearMessage) {
+  expect_kernel_error("blur", "unknown kernel 'blur'");
+  expect_kernel_error("box:4", "must be odd");
+  expect_kernel_error("box:0", "must be odd");
+  expect_kernel_error("box:33", "between 1 and 31");
+  expect_kernel_error("box:x", "not a whole number");
+  expect_kernel_error("box", "box:N");
+  expect_kernel_error("gaussian:5:abc", "sigma 'abc' is not a number");
+  expect_kernel_error("sharpen:3", "takes no arguments");
+  expect_kernel_error("1,2;3", "row 2 has 1 values but row 1 has 2");
+  expect_kernel_error("1,2,1;2,4,2;1,2,1/0", "divisor is 0");
+  expect_kernel_error("1,2,1/x", "divisor 'x' is not a number");
+  expect_kernel_error("1,a,1", "'a' is not a number");
+  expect_kernel_error("1,2", "width 2 must be odd");
+  expect_kernel_error("1;2", "height 2 must be odd");
+  expect_kernel_error("1,,1", "");  // collapses to 1,1 -> even width
+  expect_kernel_error("", "empty");
+  expect_kernel_error("@/nonexistent/kernel.txt", "/nonexistent/kernel.txt");
+  std::string wide = "1";
+  for (int i = 0; i < 32; ++i) wide += ",1";
+  expect_kernel_error(wide, "between 1 and 31");
+}
+
+TEST(Kernel, SeparabilityDetection) {
+  EXPECT_TRUE(parse_kernel("1,2,1;2,4,2;1,2,1").separable);
+  EXPECT_FALSE(parse_kernel("sharpen").separable);
+  EXPECT_TRUE(Kernel::gaussian(31).separable);
+  const Kernel k = parse_kernel("1,2,3;2,4,6;-3,-6,-9");
+  EXPECT_TRUE(k.separable);
+  for (int y = 0; y < 3; ++y)
+    for (int x = 0; x < 3; ++x) EXPECT_NEAR(k.col[y] * k.row[x], k.at(y, x), 1e-6);
+}
+
+// ---- every backend against ref -------------------------------------------------
+
+struct Case {
+  int w, h, c;
+  PixelType t;
+};
+
+class FilterBackend : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::cuda) PIXELKIT_REQUIRE_GPU();
+  }
+  void check(const ConstImageView& src, const Kernel& k, const Border& b) {
+    const Image want = run(Backend::ref, src, k, b);
+    const Image got = run(GetParam(), src, k, b);
+    EXPECT_TRUE(agrees(got, want)) << to_string(GetParam()) << " vs ref, " << label(src, k, b);
+  }
+};
+
+TEST_P(FilterBackend, SmallOddSizesEveryBorderAndChannelCount) {
+  const std::vector<Case> cases = {{1, 1, 1, PixelType::u8}, {1, 17, 3, PixelType::u8}, {7, 3, 4, PixelType::u8},
+                                   {33, 65, 3, PixelType::u8}, {17, 1, 1, PixelType::f32}, {7, 3, 3, PixelType::f32},
+                                   {33, 65, 4, PixelType::f32}, {65, 33, 1, PixelType::u8}};
+  const std::vector<Kernel> kernels = {random_kernel(3, 3, 1), Kernel::gaussian(5),  random_kernel(1, 7, 2),
+                                       random_kernel(7, 1, 3), random_kernel(3, 9, 4), random_kernel(31, 31, 5),
+                                       Kernel::box(1),         Kernel::box(15),        random_kernel(9, 9, 6)};
+  std::uint32_t seed = 100;
+  for (const auto& cs : cases) {
+    const Image src = random_image(cs.w, cs.h, cs.c, cs.t, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) check(src, k, b);
+  }
+}
+
+TEST_P(FilterBackend, EveryKernelSideFrom1To31) {
+  const Image rgb = random_image(61, 47, 3, PixelType::u8, 7);
+  const Image gray = random_image(45, 39, 1, PixelType::f32, 8);
+  for (int n = 1; n <= 31; n += 2) {
+    check(rgb, random_kernel(n, n, n), {BorderMode::reflect101, 0});
+    check(gray, random_kernel(n, 32 - n, 50 + n), {BorderMode::constant, 3});  // n x (32-n): 1x31 .. 31x1
+    check(rgb, Kernel::gaussian(n), {BorderMode::replicate, 0});
+    check(gray, Kernel::box(n), {BorderMode::wrap, 0});
+  }
+}
+
+TEST_P(FilterBackend, NamedKernelsOnALargeOddImage) {
+  const Image rgb = random_image(1023, 769, 3, PixelType::u8, 11);
+  const Image f = random_image(1023, 769, 1, PixelType::f32, 12);
+  for (const char* spec : {"sharpen", "edge", "gaussian:5", "box:9", "unsharp:5:1.5", "emboss"}) {
+    check(rgb, parse_kernel(spec), {BorderMode::reflect101, 0});
+    check(f, parse_kernel(spec), {BorderMode::reflect, 0});
+  }
+  check(rgb, random_kernel(7, 5, 13), {BorderMode::wrap, 0});
+}
+
+TEST_P(FilterBackend, SubImageViewsReadAndWriteOnlyTheirWindow) {
+  for (PixelType t : {PixelType::u8, PixelType::f32}) {
+    const Image parent = random_image(97, 71, 3, t, 21);
+    const ConstImageView src = parent.cview().sub(5, 3, 61, 50);  // pitch > width
+    Image out_parent = random_image(90, 60, 3, t, 22);
+    const Image before = clone(out_parent.cview());
+    const ImageView dst = out_parent.view().sub(7, 4, 61, 50);
+    const Kernel k = random_kernel(5, 3, 23);
+    const Border b{BorderMode::reflect101, 0};
+    Options o;
+    o.backend = GetParam();
+    filter2d(src, dst, k, b, o);
+    const Image want = run(Backend::ref, src, k, b);
+    EXPECT_TRUE(agrees(dst, want.cview())) << "sub-view " << to_string(t);
+    // Everything outside the destination window is untouched.
+    for (int y = 0; y < 60; ++y)
+      for (int x = 0; x < 90; ++x) {
+        if (y >= 4 && y < 54 && x >= 7 && x < 68) continue;
+        for (int c = 0; c < 3; ++c) {
+          if (t == PixelType::u8)
+            ASSERT_EQ(out_parent.row<std::uint8_t>(y)[x * 3 + c], before.row<std::uint8_t>(y)[x * 3 + c]) << x << "," << y;
+          else
+            ASSERT_EQ(out_parent.row<float>(y)[x * 3 + c], before.row<float>(y)[x * 3 + c]) << x << "," << y;
+        }
+      }
+  }
+}
+
+TEST_P(FilterBackend, PhotosInData) {
+  for (const char* name : {"astronaut.png", "camera.png", "chelsea.png", "coffee.png"}) {
+    if (!have_image_codecs()) GTEST_SKIP() << "no image codecs (OpenCV) in this build";
+    const Image photo = read_image(data_path(name));
+    for (const char* spec : {"gaussian:7", "edge", "unsharp:5", "box:11", "laplacian"})
+      check(photo, parse_kernel(spec), {BorderMode::reflect101, 0});
+  }
+}
+
+TEST_P(FilterBackend, OperatorReuseAcrossSizes) {
+  // One Filter2D on images that grow and shrink: scratch is reused correctly.
+  Filter2D f(Kernel::gaussian(9), {BorderMode::replicate, 0});
+  Options o;
+  o.backend = GetParam();
+  for (auto [w, h] : {std::pair{64, 48}, {301, 207}, {17, 5}, {640, 481}, {33, 33}}) {
+    const Image src = random_image(w, h, 3, PixelType::u8, static_cast<std::uint32_t>(w * h));
+    Image dst(w, h, 3, PixelType::u8);
+    f(src, dst.view(), o);
+    EXPECT_TRUE(agrees(dst, run(Backend::ref, src, f.kernel(), f.border()))) << w << "x" << h;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FilterBackend, ::testing::Values(Backend::cpu, Backend::cuda),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(FilterCuda, DeviceResidentImagesOnAStream) {
+  PIXELKIT_REQUIRE_GPU();
+  for (int c : {1, 3, 4})
+    for (PixelType t : {PixelType::u8, PixelType::f32}) {
+      const Image src = random_image(513, 257, c, t, 31 + c);
+      for (const Kernel& k : {random_kernel(3, 3, 1), random_kernel(9, 9, 2), Kernel::gaussian(31), random_kernel(5, 11, 3)})
+        for (const Border& b : all_borders()) {
+          const Image got = run_device(src, k, b);
+          EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << "device " << label(src, k, b);
+        }
+    }
+}
+
+TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
+  PIXELKIT_REQUIRE_GPU();
+  const Image src = random_image(64, 64, 1, PixelType::u8, 1);
+  Image d = clone(src.cview(), Memory::device);
+  Image o(64, 64, 1, PixelType::u8, Memory::device);
+  RunInfo info;
+  Options opt;
+  opt.info = &info;
+  filter2d(d, o.view(), Kernel::box(3), {}, opt);
+  synchronize(nullptr);
+  EXPECT_EQ(info.backend, Backend::cuda);
+  EXPECT_FALSE(info.path.empty());
+}
+
+// ---- ref against OpenCV's filter2D --------------------------------------------
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+int cv_border(BorderMode m) {
+  switch (m) {
+    case BorderMode::constant: return cv::BORDER_CONSTANT;
+    case BorderMode::replicate: return cv::BORDER_REPLICATE;
+    case BorderMode::reflect: return cv::BORDER_REFLECT;
+    case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
+    case BorderMode::wrap: return cv::BORDER_WRAP;
+  }
+  return cv::BORDER_DEFAULT;
+}
+
+// cv::filter2D takes no border value and refuses BORDER_WRAP, so the image is
+// padded with copyMakeBorder (which supports both) and filtered isolated.
+Image opencv_filter(const ConstImageView& src, const Kernel& k, const Border& b) {
+  const int depth = src.type == PixelType::u8 ? CV_8U : CV_32F;
+  const cv::Mat in(src.height, src.width, CV_MAKETYPE(depth, src.channels), const_cast<void*>(src.data),
+                   static_cast<std::size_t>(src.pitch));
+  cv::Mat padded, out;
+  const int rx = k.radius_x(), ry = k.radius_y();
+  cv::copyMakeBorder(in, padded, ry, ry, rx, rx, cv_border(b.mode), cv::Scalar::all(b.value));
+  const cv::Mat kernel(k.height, k.width, CV_32F, const_cast<float*>(k.coeffs.data()));
+  cv::filter2D(padded, out, -1, kernel, cv::Point(-1, -1), 0, cv::BORDER_CONSTANT | cv::BORDER_ISOLATED);
+  Image res(src.width, src.height, src.channels, src.type);
+  const cv::Mat crop = out(cv::Rect(rx, ry, src.width, src.height));
+  for (int y = 0; y < src.height; ++y) std::memcpy(res.row<unsigned char>(y), crop.ptr(y), res.view().row_bytes());
+  return res;
+}
+#endif
+
+TEST(FilterOpenCV, RefAndCpuAgreeWithFilter2DOnEveryBorder) {
+  PIXELKIT_REQUIRE_OPENCV();
+#if PIXELKIT_TEST_HAVE_OPENCV
+  std::uint32_t seed = 900;
+  for (const Case cs : {Case{37, 29, 1, PixelType::u8}, Case{64, 31, 3, PixelType::u8}, Case{23, 41, 4, PixelType::u8},
+                        Case{37, 29, 1, PixelType::f32}, Case{64, 31, 3, PixelType::f32}, Case{5, 3, 3, PixelType::u8}})
+    for (const Kernel& k : {random_kernel(3, 3, 1), Kernel::gaussian(7), random_kernel(5, 9, 2), parse_kernel("sharpen"),
+                            Kernel::box(11), random_kernel(15, 15, 3)})
+      for (const Border& b : all_borders()) {
+        const Image src = random_image(cs.w, cs.h, cs.c, cs.t, ++seed);
+        const Image cv = opencv_filter(src, k, b);
+        EXPECT_TRUE(agrees(run(Backend::ref, src, k, b), cv)) << "ref vs OpenCV, " << label(src, k, b);
+        EXPECT_TRUE(agrees(run(Backend::cpu, src, k, b), cv)) << "cpu vs OpenCV, " << label(src, k, b);
+      }
+#endif
+}
+
+TEST(FilterOpenCV, PhotosAgreeWithFilter2D) {
+  PIXELKIT_REQUIRE_OPENCV();
+#if PIXELKIT_TEST_HAVE_OPENCV
+  for (const char* name : {"astronaut.png", "camera.png", "chelsea.png", "coffee.png"}) {
+    const Image photo = read_image(data_path(name));
+    for (const char* spec : {"gaussian:5", "edge", "sharpen", "unsharp:7:0.8", "emboss", "box:3"}) {
+      const Kernel k = parse_kernel(spec);
+      const Border b{BorderMode::reflect101, 0};
+      EXPECT_TRUE(agrees(run(Backend::ref, photo, k, b), opencv_filter(photo, k, b))) << name << " " << spec;
+    }
+  }
+#endif
+}
+
+// ---- invalid calls --------------------------------------------------------------
+
+template <typename F>
+void expect_error(F&& f, Status status, const std::string& fragment) {
+  try {
+    f();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(FilterErrors, MismatchedOverlappingAndMisplacedImages) {
+  Image a(10, 10, 3, PixelType::u8), b(10, 9, 3, PixelType::u8), c(10, 10, 3, PixelType::f32);
+  const Kernel k = Kernel::box(3);
+  expect_error([&] { filter2d(a, b.view(), k); }, Status::invalid_argument, "differ");
+  expect_error([&] { filter2d(a, c.view(), k); }, Status::invalid_argument, "differ");
+  expect_error([&] { filter2d(a, a.view(), k); }, Status::invalid_argument, "overlap");
+  expect_error([&] { filter2d(a.cview().sub(0, 0, 5, 5), a.view().sub(4, 4, 5, 5), k); }, Status::invalid_argument, "overlap");
+  Image two(4, 4, 2, PixelType::u8), two_out(4, 4, 2, PixelType::u8);
+  expect_error([&] { filter2d(two, two_out.view(), k); }, Status::invalid_argument, "2 channels");
+  if (!built_with_cuda()) {
+    Options o;
+    o.backend = Backend::cuda;
+    Image d(10, 10, 3, PixelType::u8);
+    expect_error([&] { filter2d(a, d.view(), k, {}, o); }, Status::unsupported, "no CUDA backend");
+  }
+  Kernel even;
+  even.width = 2;
+  even.height = 3;
+  even.coeffs.assign(6, 1.0f);
+  expect_error([&] { Filter2D f(even); }, Status::invalid_argument, "odd");
+}
+
+TEST(FilterErrors, DeviceImageOnAHostBackend) {
+  PIXELKIT_REQUIRE_GPU();
+  Image d(8, 8, 1, PixelType::u8, Memory::device), e(8, 8, 1, PixelType::u8, Memory::device);
+  Options o;
+  o.backend = Backend::cpu;
+  expect_error([&] { filter2d(d, e.view(), Kernel::box(3), {}, o); }, Status::invalid_argument, "device memory");
+}
+
+}  // namespace
+}  // namespace pixelkit::test

@@ -1,0 +1,120 @@
+// Helpers shared by the tests: random images, comparisons, GPU skipping.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "pixelkit/backend.hpp"
+#include "pixelkit/image.hpp"
+
+namespace pixelkit::test {
+
+inline const char* data_dir() { return PIXELKIT_DATA_DIR; }
+inline std::string data_path(const std::string& name) { return std::string(data_dir()) + "/" + name; }
+inline const char* cli_path() { return PIXELKIT_CLI_PATH; }
+
+/// Skips the current test, visibly, when no CUDA device is usable.
+#define PIXELKIT_REQUIRE_GPU()                                                      \
+  do {                                                                              \
+    if (!::pixelkit::cuda_available())                                              \
+      GTEST_SKIP() << (::pixelkit::built_with_cuda() ? "no usable CUDA device"      \
+                                                     : "built without CUDA");       \
+  } while (0)
+
+#define PIXELKIT_REQUIRE_OPENCV()                                                   \
+  do {                                                                              \
+    if (!PIXELKIT_TEST_HAVE_OPENCV) GTEST_SKIP() << "built without OpenCV";         \
+  } while (0)
+
+/// Fills a host image with uniform random values (u8: 0..255, f32: -lo..hi).
+inline void fill_random(const ImageView& v, std::uint32_t seed, float lo = -100.0f, float hi = 300.0f) {
+  std::mt19937 rng(seed);
+  for (int y = 0; y < v.height; ++y) {
+    const int n = v.width * v.channels;
+    if (v.type == PixelType::u8) {
+      auto* r = v.row<std::uint8_t>(y);
+      std::uniform_int_distribution<int> d(0, 255);
+      for (int i = 0; i < n; ++i) r[i] = static_cast<std::uint8_t>(d(rng));
+    } else {
+      auto* r = v.row<float>(y);
+      std::uniform_real_distribution<float> d(lo, hi);
+      for (int i = 0; i < n; ++i) r[i] = d(rng);
+    }
+  }
+}
+
+inline Image random_image(int w, int h, int c, PixelType t, std::uint32_t seed) {
+  Image img(w, h, c, t);
+  fill_random(img.view(), seed);
+  return img;
+}
+
+/// Fills with a value no operation should produce, to catch unwritten pixels.
+inline void poison(const ImageView& v) {
+  for (int y = 0; y < v.height; ++y) {
+    const int n = v.width * v.channels;
+    if (v.type == PixelType::u8) std::fill_n(v.row<std::uint8_t>(y), n, std::uint8_t{0xA5});
+    else std::fill_n(v.row<float>(y), n, std::nanf(""));
+  }
+}
+
+struct Diff {
+  double max_abs = 0;   ///< largest |a - b|
+  double max_ref = 0;   ///< largest |b|
+  long long count = 0;  ///< elements compared
+  int x = -1, y = -1, c = -1;
+  bool nan = false;
+  double rel() const { return max_abs / std::max(max_ref, 1e-30); }
+};
+
+/// Compares two host images element by element.
+inline Diff compare(const ConstImageView& a, const ConstImageView& b) {
+  Diff d;
+  EXPECT_EQ(a.width, b.width);
+  EXPECT_EQ(a.height, b.height);
+  EXPECT_EQ(a.channels, b.channels);
+  if (a.width != b.width || a.height != b.height || a.channels != b.channels) return d;
+  for (int y = 0; y < a.height; ++y)
+    for (int i = 0; i < a.width * a.channels; ++i) {
+      double va, vb;
+      if (a.type == PixelType::u8) {
+        va = a.row<std::uint8_t>(y)[i];
+        vb = b.row<std::uint8_t>(y)[i];
+      } else {
+        va = a.row<float>(y)[i];
+        vb = b.row<float>(y)[i];
+      }
+      if (std::isnan(va) || std::isnan(vb)) d.nan = true;
+      const double e = std::fabs(va - vb);
+      if (e > d.max_abs || std::isnan(e)) {
+        d.max_abs = std::isnan(e) ? INFINITY : e;
+        d.x = i / a.channels;
+        d.y = y;
+        d.c = i % a.channels;
+      }
+      d.max_ref = std::max(d.max_ref, std::fabs(vb));
+      ++d.count;
+    }
+  return d;
+}
+
+inline std::string describe(const Diff& d) {
+  return "max |diff| " + std::to_string(d.max_abs) + " (relative " + std::to_string(d.rel()) + ") at x=" +
+         std::to_string(d.x) + " y=" + std::to_string(d.y) + " c=" + std::to_string(d.c) + (d.nan ? ", NaN seen" : "");
+}
+
+/// u8: within `grey` levels; f32: within `rel` of the reference's largest magnitude.
+inline ::testing::AssertionResult agrees(const ConstImageView& got, const ConstImageView& want, double grey = 1.0,
+                                         double rel = 1e-5) {
+  const Diff d = compare(got, want);
+  const bool ok = !d.nan && (got.type == PixelType::u8 ? d.max_abs <= grey : d.max_abs <= rel * std::max(d.max_ref, 1.0));
+  if (ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << describe(d);
+}
+
+}  // namespace pixelkit::test
