@@ -91,11 +91,12 @@ TEST(Kernel, GaussianMatchesOpenCVDefinition) {
   // OpenCV's fixed tables for n <= 7 and its formula beyond.
   EXPECT_EQ(gaussian_coefficients(3, 0), (std::vector<double>{0.25, 0.5, 0.25}));
   EXPECT_EQ(gaussian_coefficients(7, 0)[3], 0.28125);
-  const auto g9 = gaussian_coefficients(9, 0);  // sigma = 0.3*(4-1)+0.8 = 1.7
+  EXPECT_EQ(gaussian_coefficients(9, 0)[4], 0.234375);
+  const auto g11 = gaussian_coefficients(11, 0);  // sigma = 0.3*(5-1)+0.8 = 2.0
   double sum = 0;
-  for (double v : g9) sum += v;
+  for (double v : g11) sum += v;
   EXPECT_NEAR(sum, 1.0, 1e-12);
-  EXPECT_NEAR(g9[4] / g9[3], std::exp(0.5 / (1.7 * 1.7)), 1e-12);
+  EXPECT_NEAR(g11[5] / g11[4], std::exp(0.5 / (2.0 * 2.0)), 1e-12);
 #if PIXELKIT_TEST_HAVE_OPENCV
   for (int n = 1; n <= 31; n += 2)
     for (double sigma : {0.0, 0.7, 2.5}) {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <vector>
+#include <unistd.h>
 #include <string>
 
 #include "pixelkit/backend.hpp"
@@ -115,6 +117,62 @@ inline ::testing::AssertionResult agrees(const ConstImageView& got, const ConstI
   const bool ok = !d.nan && (got.type == PixelType::u8 ? d.max_abs <= grey : d.max_abs <= rel * std::max(d.max_ref, 1.0));
   if (ok) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << describe(d);
+}
+
+}  // namespace pixelkit::test
+
+// ---- running the command-line program ------------------------------------------
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace pixelkit::test {
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+/// Runs `pixelkit ARGS` through the shell (ARGS is shell text), capturing
+/// stdout, stderr and the exit code.
+inline CliResult run_cli(const std::string& args) {
+  static int counter = 0;
+  const std::string base = ::testing::TempDir() + "/pk_cli_" + std::to_string(::getpid()) + "_" + std::to_string(++counter);
+  const std::string cmd = std::string("'") + cli_path() + "' " + args + " >" + base + ".out 2>" + base + ".err";
+  const int status = std::system(cmd.c_str());
+  CliResult r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  r.out = slurp(base + ".out");
+  r.err = slurp(base + ".err");
+  std::filesystem::remove(base + ".out");
+  std::filesystem::remove(base + ".err");
+  return r;
+}
+
+/// A fresh, empty scratch folder for one test.
+inline std::string scratch_dir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "/pk_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+/// Files in `dir` (names only), to check that nothing (not even a temporary) was left.
+inline std::vector<std::string> files_in(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace pixelkit::test

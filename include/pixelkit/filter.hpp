@@ -57,7 +57,7 @@ struct Kernel {
 };
 
 /// OpenCV's getGaussianKernel(n, sigma, CV_64F): sigma <= 0 gives
-/// 0.3*((n-1)*0.5 - 1) + 0.8; the small fixed tables OpenCV uses for n <= 7
+/// 0.3*((n-1)*0.5 - 1) + 0.8; the small fixed tables OpenCV uses for n <= 9
 /// with sigma <= 0 are reproduced. Throws invalid_argument for even or bad n.
 std::vector<double> gaussian_coefficients(int n, double sigma);
 

@@ -1,6 +1,7 @@
 // Image files: OpenCV's imgcodecs where the build has it, .npy always.
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -31,6 +32,37 @@ const std::vector<std::string>& codec_extensions() {
   return exts;
 }
 
+// libpng reports corrupt data by printing to stderr before OpenCV returns an
+// empty image. Walking the chunk list first (lengths, CRCs, IEND) turns the
+// common corruptions (truncation, damaged bytes) into a clean error instead.
+bool png_structure_ok(const std::vector<unsigned char>& b, std::string& why) {
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (b.size() < 8 || std::memcmp(b.data(), sig, 8) != 0) return true;  // not a PNG: let the decoders decide
+  static const auto table = [] {
+    std::vector<std::uint32_t> t(256);
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::size_t pos = 8;
+  while (true) {
+    if (b.size() - pos < 12) { why = "truncated"; return false; }
+    const std::size_t len = (std::size_t{b[pos]} << 24) | (std::size_t{b[pos + 1]} << 16) | (std::size_t{b[pos + 2]} << 8) | b[pos + 3];
+    if (len > b.size() - pos - 12) { why = "truncated"; return false; }
+    std::uint32_t c = 0xFFFFFFFFu;
+    for (std::size_t i = pos + 4; i < pos + 8 + len; ++i) c = table[(c ^ b[i]) & 0xff] ^ (c >> 8);
+    c ^= 0xFFFFFFFFu;
+    const std::size_t q = pos + 8 + len;
+    const std::uint32_t want = (std::uint32_t{b[q]} << 24) | (std::uint32_t{b[q + 1]} << 16) | (std::uint32_t{b[q + 2]} << 8) | b[q + 3];
+    if (c != want) { why = "damaged (checksum mismatch)"; return false; }
+    if (std::memcmp(&b[pos + 4], "IEND", 4) == 0) return true;
+    pos = q + 4;
+  }
+}
+
 }  // namespace
 
 bool have_image_codecs() noexcept { return PIXELKIT_WITH_OPENCV != 0; }
@@ -56,6 +88,8 @@ Image read_image(const std::string& path, Memory memory) {
     return image_from_npy(parse_npy(bytes.data(), bytes.size(), what), what, memory);
 #if PIXELKIT_WITH_OPENCV
   if (bytes.empty()) throw Error(Status::io, what + " is empty");
+  std::string why;
+  if (!png_structure_ok(bytes, why)) throw Error(Status::io, what + " is a corrupt PNG file (" + why + ")");
   cv::Mat m;
   try {
     m = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<unsigned char*>(bytes.data())),
@@ -90,12 +124,16 @@ void write_image(const std::string& path, const ConstImageView& image) {
   const int depth = image.type == PixelType::u8 ? CV_8U : CV_32F;
   cv::Mat view(image.height, image.width, CV_MAKETYPE(depth, image.channels), const_cast<void*>(image.data),
                static_cast<std::size_t>(image.pitch));
+  // Never convert in place: `view` is the caller's pixels.
   cv::Mat m;
   const bool keep_float = (ext == ".tif" || ext == ".tiff") && image.type == PixelType::f32;
   if (image.type == PixelType::f32 && !keep_float) view.convertTo(m, CV_8U);  // rounds and saturates
   else m = view;
-  if (m.channels() == 3) cv::cvtColor(m, m, cv::COLOR_RGB2BGR);
-  else if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_RGBA2BGRA);
+  if (m.channels() == 3 || m.channels() == 4) {
+    cv::Mat swapped;
+    cv::cvtColor(m, swapped, m.channels() == 3 ? cv::COLOR_RGB2BGR : cv::COLOR_RGBA2BGRA);
+    m = swapped;
+  }
   std::vector<unsigned char> buf;
   bool ok = false;
   try {

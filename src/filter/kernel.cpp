@@ -150,13 +150,15 @@ Kernel file_matrix(const std::string& spec, const std::string& path) {
 std::vector<double> gaussian_coefficients(int n, double sigma) {
   PIXELKIT_EXPECTS(n >= 1 && n <= Kernel::kMaxSide && n % 2 == 1, Status::invalid_argument,
                    "gaussian size " + std::to_string(n) + " must be odd and between 1 and 31");
-  // OpenCV's small fixed tables, used for n <= 7 when sigma <= 0.
-  static const double small[4][7] = {{1.0},
-                                     {0.25, 0.5, 0.25},
-                                     {0.0625, 0.25, 0.375, 0.25, 0.0625},
-                                     {0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125}};
+  // OpenCV's small fixed tables, used for n <= 9 when sigma <= 0.
+  static const double small[5][9] = {
+      {1.0},
+      {0.25, 0.5, 0.25},
+      {0.0625, 0.25, 0.375, 0.25, 0.0625},
+      {0.03125, 0.109375, 0.21875, 0.28125, 0.21875, 0.109375, 0.03125},
+      {0.015625, 0.05078125, 0.1171875, 0.19921875, 0.234375, 0.19921875, 0.1171875, 0.05078125, 0.015625}};
   std::vector<double> g(static_cast<std::size_t>(n));
-  if (sigma <= 0 && n <= 7) {
+  if (sigma <= 0 && n <= 9) {
     for (int i = 0; i < n; ++i) g[i] = small[n / 2][i];
     return g;
   }

@@ -1,0 +1,167 @@
+// The image model: owning images, views, sub-views, copies between memories,
+// planar conversion, shape limits; the cv::Mat bridge.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "pixelkit/border.hpp"
+#include "pixelkit/image.hpp"
+#include "test_support.hpp"
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+#include "pixelkit/opencv.hpp"
+#endif
+
+namespace pixelkit::test {
+namespace {
+
+TEST(Image, AllocationPitchAndRows) {
+  Image img(13, 7, 3, PixelType::u8);
+  EXPECT_EQ(img.width(), 13);
+  EXPECT_EQ(img.height(), 7);
+  EXPECT_GE(img.pitch(), 39);
+  EXPECT_EQ(img.pitch() % 64, 0);
+  img.row<std::uint8_t>(6)[38] = 42;
+  EXPECT_EQ(img.view().row<std::uint8_t>(6)[38], 42);
+  Image moved = std::move(img);
+  EXPECT_TRUE(img.empty());
+  EXPECT_EQ(moved.row<std::uint8_t>(6)[38], 42);
+}
+
+TEST(Image, SubViewsShareThePitch) {
+  Image img = random_image(20, 10, 3, PixelType::f32, 1);
+  const ImageView s = img.view().sub(4, 2, 5, 3);
+  EXPECT_EQ(s.pitch, img.pitch());
+  EXPECT_EQ(s.row<float>(0)[0], img.row<float>(2)[12]);
+  EXPECT_EQ(s.row<float>(2)[14], img.row<float>(4)[26]);
+  EXPECT_THROW(img.view().sub(16, 0, 5, 1), Error);
+  EXPECT_THROW(img.view().sub(-1, 0, 1, 1), Error);
+  EXPECT_THROW(img.view().sub(0, 8, 1, 3), Error);
+}
+
+TEST(Image, ShapeLimitsFailBeforeAllocating) {
+  const auto status_of = [](auto&& f) {
+    try { f(); } catch (const Error& e) { return e.status(); }
+    return Status::internal;
+  };
+  EXPECT_EQ(status_of([] { Image(0, 5, 1, PixelType::u8); }), Status::invalid_argument);
+  EXPECT_EQ(status_of([] { Image(5, -1, 1, PixelType::u8); }), Status::invalid_argument);
+  EXPECT_EQ(status_of([] { Image(5, 5, 5, PixelType::u8); }), Status::invalid_argument);
+  // A row of 8 GiB overflows int indexing: refused up front, nothing allocated.
+  EXPECT_EQ(status_of([] { Image(1 << 29, 1, 4, PixelType::f32); }), Status::invalid_argument);
+  EXPECT_EQ(status_of([] { Image(1 << 20, 1 << 30, 4, PixelType::f32); }), Status::invalid_argument);
+}
+
+TEST(Image, HostCopyAndClone) {
+  const Image a = random_image(31, 17, 4, PixelType::u8, 3);
+  const Image b = clone(a.cview().sub(1, 1, 29, 15));
+  EXPECT_EQ(b.width(), 29);
+  EXPECT_EQ(std::memcmp(b.row<std::uint8_t>(3), a.row<std::uint8_t>(4) + 4, 29 * 4), 0);
+  Image c(29, 15, 4, PixelType::f32);
+  EXPECT_THROW(copy(b, c.view()), Error);
+}
+
+TEST(Image, PlanarRoundTrip) {
+  for (PixelType t : {PixelType::u8, PixelType::f32}) {
+    const Image a = random_image(11, 5, 3, t, 4);
+    Image planar(11, 15, 1, t);
+    to_planar(a, planar.view());
+    if (t == PixelType::u8) {
+      EXPECT_EQ(planar.row<std::uint8_t>(5 + 2)[7], a.row<std::uint8_t>(2)[7 * 3 + 1]);  // plane 1, row 2
+    }
+    Image back(11, 5, 3, t);
+    from_planar(planar, back.view());
+    EXPECT_TRUE(agrees(back, a, 0.0, 0.0));
+  }
+}
+
+TEST(Image, ConvertRoundsAndSaturates) {
+  Image f(4, 1, 1, PixelType::f32);
+  float* r = f.row<float>(0);
+  r[0] = -3.0f; r[1] = 2.5f; r[2] = 3.5f; r[3] = 300.0f;
+  Image u(4, 1, 1, PixelType::u8);
+  convert(f, u.view());
+  EXPECT_EQ(u.row<std::uint8_t>(0)[0], 0);
+  EXPECT_EQ(u.row<std::uint8_t>(0)[1], 2);  // ties to even
+  EXPECT_EQ(u.row<std::uint8_t>(0)[2], 4);
+  EXPECT_EQ(u.row<std::uint8_t>(0)[3], 255);
+}
+
+TEST(ImageDevice, RoundTripThroughDeviceAndPinnedMemory) {
+  PIXELKIT_REQUIRE_GPU();
+  const Image a = random_image(1001, 333, 3, PixelType::u8, 5);
+  Image d = clone(a.cview().sub(3, 2, 997, 330), Memory::device);
+  EXPECT_EQ(d.memory(), Memory::device);
+  Image p(997, 330, 3, PixelType::u8, Memory::pinned);
+  copy(d, p.view(), nullptr);
+  synchronize(nullptr);
+  EXPECT_TRUE(agrees(p, a.cview().sub(3, 2, 997, 330), 0.0));
+}
+
+TEST(ImageDevice, WithoutCudaDeviceMemoryIsUnsupported) {
+  if (built_with_cuda()) GTEST_SKIP() << "this build has CUDA";
+  try {
+    Image d(4, 4, 1, PixelType::u8, Memory::device);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+  }
+}
+
+TEST(Backend, ParseAndResolve) {
+  EXPECT_EQ(parse_backend("auto"), Backend::automatic);
+  EXPECT_EQ(parse_backend("ref"), Backend::ref);
+  EXPECT_EQ(parse_backend("cpu"), Backend::cpu);
+  EXPECT_EQ(parse_backend("cuda"), Backend::cuda);
+  EXPECT_THROW(parse_backend("gpu"), Error);
+  EXPECT_EQ(resolve_backend(Backend::automatic, Memory::host), cuda_available() ? Backend::cuda : Backend::cpu);
+  EXPECT_EQ(resolve_backend(Backend::automatic, Memory::device), Backend::cuda);
+  EXPECT_THROW(resolve_backend(Backend::cpu, Memory::device), Error);
+  if (!cuda_available()) EXPECT_THROW(resolve_backend(Backend::cuda, Memory::host), Error);
+  EXPECT_GE(resolve_threads(0), 1);
+  EXPECT_EQ(resolve_threads(3), 3);
+}
+
+TEST(Border, IndexMappingMatchesOpenCVDefinitions) {
+  // abcdefgh (n = 8) extended by 3 on each side.
+  const auto ext = [](BorderMode m) {
+    std::string s;
+    for (int i = -3; i < 11; ++i) {
+      const int j = border_index(i, 8, m);
+      s += j < 0 ? '.' : static_cast<char>('a' + j);
+    }
+    return s;
+  };
+  EXPECT_EQ(ext(BorderMode::constant), "...abcdefgh...");
+  EXPECT_EQ(ext(BorderMode::replicate), "aaaabcdefghhhh");
+  EXPECT_EQ(ext(BorderMode::reflect), "cbaabcdefghhgf");
+  EXPECT_EQ(ext(BorderMode::reflect101), "dcbabcdefghgfe");
+  EXPECT_EQ(ext(BorderMode::wrap), "fghabcdefghabc");
+  // Far outside and tiny images.
+  EXPECT_EQ(border_index(-20, 3, BorderMode::reflect101), 0);
+  EXPECT_EQ(border_index(5, 1, BorderMode::reflect101), 0);
+  EXPECT_EQ(border_index(-7, 2, BorderMode::reflect), 1);
+  EXPECT_EQ(border_index(-7, 3, BorderMode::wrap), 2);
+  EXPECT_EQ(parse_border("constant:5").value, 5.0f);
+  EXPECT_EQ(parse_border("reflect101").mode, BorderMode::reflect101);
+  EXPECT_THROW(parse_border("mirror2"), Error);
+  EXPECT_THROW(parse_border("constant:x"), Error);
+  EXPECT_THROW(parse_border("wrap:1"), Error);
+}
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+TEST(OpenCVBridge, ViewsShareMemoryWithMats) {
+  cv::Mat m(9, 7, CV_8UC3, cv::Scalar(1, 2, 3));
+  cv::Mat roi = m(cv::Rect(2, 1, 4, 5));
+  const ImageView v = view_of(roi);
+  EXPECT_EQ(v.width, 4);
+  EXPECT_EQ(v.pitch, static_cast<std::ptrdiff_t>(m.step[0]));
+  v.row<std::uint8_t>(0)[0] = 99;
+  EXPECT_EQ(m.at<cv::Vec3b>(1, 2)[0], 99);
+  const cv::Mat back = to_mat(v);
+  EXPECT_EQ(back.data, roi.data);
+}
+#endif
+
+}  // namespace
+}  // namespace pixelkit::test
