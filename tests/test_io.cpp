@@ -101,6 +101,8 @@ TEST(Npz, RoundTripAndCorruption) {
   const std::string cut = dir + "/cut.npz";
   write_file_atomic(cut, bytes.data(), bytes.size() / 2);
   EXPECT_EQ(status_of([&] { read_npz(cut); }), Status::io);
+  write_file_atomic(cut, bytes.data(), bytes.size() - 5);  // cut inside the trailing records
+  EXPECT_EQ(status_of([&] { read_npz(cut); }), Status::io);
   bytes[100] ^= 0xff;  // inside the first member's data: checksum mismatch
   write_file_atomic(cut, bytes.data(), bytes.size());
   std::string msg;

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "pixelkit/backend.hpp"
 #include "pixelkit/config.hpp"
 #if PIXELKIT_WITH_CUDA
 #include "core/cuda_check.hpp"
@@ -208,12 +209,13 @@ void copy(const ConstImageView& src, const ImageView& dst, stream_t stream) {
 Image clone(const ConstImageView& src, Memory memory) {
   Image out(src.width, src.height, src.channels, src.type, memory);
   copy(src, out.view(), nullptr);
-  synchronize(nullptr);
+  if (!is_host(src.memory) || !is_host(memory)) synchronize(nullptr);
   return out;
 }
 
 void synchronize(stream_t stream) {
 #if PIXELKIT_WITH_CUDA
+  if (stream == nullptr && !cuda_available()) return;  // nothing can have been queued
   PIXELKIT_CUDA_TRY(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream)));
 #else
   (void)stream;

@@ -349,6 +349,13 @@ std::vector<NpzMember> read_npz(const std::string& path) {
   }
   if (members.empty()) throw bad("no members");
   if (pos + 4 > n || (get(d + pos, 4) != 0x02014b50)) throw bad("truncated archive");
+  // The archive must end with its end-of-central-directory record (22 bytes
+  // plus a comment of at most 64 KiB): a file cut short inside its trailing
+  // records is refused too.
+  bool have_end = false;
+  for (std::size_t back = 22; back <= n - pos && back <= 22 + 65535 && !have_end; ++back)
+    have_end = get(d + n - back, 4) == 0x06054b50 && get(d + n - back + 20, 2) == back - 22;
+  if (!have_end) throw bad("truncated archive (no end record)");
   return members;
 }
 
