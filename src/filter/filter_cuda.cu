@@ -1,0 +1,402 @@
+// The CUDA backend of the filter: host launchers and the strip pipeline for
+// host images. Kernels: filter_cuda_kernels.cuh; launch sizes: filter_tuning.hpp.
+//
+// Paths (the string run_* returns says which ran):
+//   separable kernel, square N x N             -> separable_fused_kernel<T,C,N>
+//       (u8: N = 3..31; f32: N = 3..9, to bound the build time)
+//   separable kernel, other shapes and sizes   -> separable_fused_kernel<T,C,0> (sizes at run time)
+//   dense 3x3, 5x5, 7x7, 9x9                   -> dense_tiled_kernel<T,C,K,K,8>
+//   dense, any other size                      -> dense_tiled_kernel<T,C,0,0,4> (sizes at run time)
+// No device scratch is needed on either path: both passes of the separable
+// filter meet in shared memory.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "core/cuda_resources.hpp"
+#include "core/view2d.hpp"
+#include "filter/filter_backends.hpp"
+#include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_tuning.hpp"
+
+namespace pixelkit::detail {
+
+namespace {
+
+using namespace cuda_filter;
+using DenseTuning = filter_tuning::Dense;
+using SepTuning = filter_tuning::Separable;
+using StripTuning = filter_tuning::HostStrips;
+
+constexpr std::size_t kDefaultSmemLimit = 48 * 1024;
+
+bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0 && static_cast<std::size_t>(pitch) % bytes == 0;
+}
+
+const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : "f32"; }
+
+// ---- kernel tables -------------------------------------------------------------
+
+template <typename T>
+using DenseKernel = void (*)(const DenseParams<T>);
+template <typename T>
+using SepKernel = void (*)(const SepParams<T>);
+
+template <typename T, int C>
+DenseKernel<T> dense_kernel_for(int kw, int kh) {
+  constexpr int R = DenseTuning::kRowsSpecialised;
+  if (kw == kh) {
+    switch (kw) {
+      case 3: return dense_tiled_kernel<T, C, 3, 3, R>;
+      case 5: return dense_tiled_kernel<T, C, 5, 5, R>;
+      case 7: return dense_tiled_kernel<T, C, 7, 7, R>;
+      case 9: return dense_tiled_kernel<T, C, 9, 9, R>;
+      default: break;
+    }
+  }
+  return nullptr;
+}
+
+template <typename T, int C, int... Ns>
+SepKernel<T> sep_kernel_pick(int n, std::integer_sequence<int, Ns...>) {
+  SepKernel<T> k = nullptr;
+  ((n == 2 * Ns + 3 ? (k = separable_fused_kernel<T, C, 2 * Ns + 3>, 0) : 0), ...);
+  return k;
+}
+
+template <typename T, int C>
+SepKernel<T> sep_kernel_for(int nx, int ny) {
+  if (nx != ny || nx < 3) return nullptr;
+  // u8 (the performance target): every odd size 3..31 unrolled. f32: 3..9
+  // unrolled, larger sizes run the generic kernel; each unrolled 31-tap kernel
+  // costs seconds of nvcc time per architecture, and this keeps the file's
+  // build time in check.
+  if constexpr (std::is_same_v<T, float>)
+    return sep_kernel_pick<T, C>(nx, std::make_integer_sequence<int, 4>{});  // 3, 5, 7, 9
+  else
+    return sep_kernel_pick<T, C>(nx, std::make_integer_sequence<int, 15>{});  // 3, 5, ..., 31
+}
+
+// ---- the filter object -----------------------------------------------------------
+
+class CudaFilterImpl final : public CudaFilter {
+ public:
+  CudaFilterImpl(const Kernel& kernel, const Border& border) : border_(border) {
+    kw_ = kernel.width;
+    kh_ = kernel.height;
+    // Separable kernels go through the fused two-pass kernel, except 1-tap
+    // sides (a 1xN / Nx1 kernel is a plain dense row or column).
+    separable_ = kernel.separable && kernel.width > 1 && kernel.height > 1;
+    dense_ = DenseCoeffs{};
+    dense_.kw = kw_;
+    dense_.kh = kh_;
+    for (std::size_t i = 0; i < kernel.coeffs.size(); ++i) dense_.c[i] = kernel.coeffs[i];
+    sep_ = SepCoeffs{};
+    sep_.nx = kw_;
+    sep_.ny = kh_;
+    if (separable_) {
+      for (int i = 0; i < kw_; ++i) sep_.row[i] = kernel.row[static_cast<std::size_t>(i)];
+      for (int i = 0; i < kh_; ++i) sep_.col[i] = kernel.col[static_cast<std::size_t>(i)];
+    }
+  }
+
+  ~CudaFilterImpl() override {
+    // Work queued by run_host has always completed before it returned; nothing
+    // of ours can still be in flight here.
+  }
+
+  std::string run_device(const ConstImageView& src, const ImageView& dst, stream_t stream) override {
+    return launch(src, dst, 0, src.height, stream);
+  }
+
+  std::string run_host(const ConstImageView& src, const ImageView& dst, stream_t stream) override;
+
+ private:
+  struct KernelAttr {
+    const void* fn;
+    int device;
+    int max_blocks_per_sm;
+  };
+
+  std::string launch(const ConstImageView& src, const ImageView& dst, int y_begin, int y_end, cudaStream_t stream) {
+    if (src.type == PixelType::u8) return launch_t<std::uint8_t>(src, dst, y_begin, y_end, stream);
+    return launch_t<float>(src, dst, y_begin, y_end, stream);
+  }
+
+  template <typename T>
+  std::string launch_t(const ConstImageView& src, const ImageView& dst, int y_begin, int y_end, cudaStream_t stream) {
+    switch (src.channels) {
+      case 1: return launch_tc<T, 1>(src, dst, y_begin, y_end, stream);
+      case 3: return launch_tc<T, 3>(src, dst, y_begin, y_end, stream);
+      case 4: return launch_tc<T, 4>(src, dst, y_begin, y_end, stream);
+      default: throw Error(Status::internal, "cuda filter: channel count not checked by dispatch");
+    }
+  }
+
+  template <typename T>
+  FilterArgs<T> args(const ConstImageView& src, const ImageView& dst, int y_begin, int y_end,
+                     std::size_t store_vec_elems) const {
+    FilterArgs<T> a{};
+    a.src = view2d<T>(src);
+    a.dst = view2d<T>(dst);
+    a.y_begin = y_begin;
+    a.y_end = y_end;
+    a.border_value = border_.value;
+    a.mode = border_.mode;
+    a.vec_src = aligned(src.data, src.pitch, 4 * sizeof(T));
+    a.vec_dst = aligned(dst.data, dst.pitch, store_vec_elems * sizeof(T));
+    return a;
+  }
+
+  template <typename T, int C>
+  std::string launch_tc(const ConstImageView& src, const ImageView& dst, int y_begin, int y_end, cudaStream_t stream) {
+    // The kernels form row addresses as 32x32-bit products within a tile.
+    PIXELKIT_EXPECTS(src.pitch > 0 && src.pitch < (std::ptrdiff_t{1} << 31) && dst.pitch > 0 &&
+                         dst.pitch < (std::ptrdiff_t{1} << 31),
+                     Status::unsupported, "cuda filter: row pitch must be positive and below 2 GiB");
+    const std::string shape = " (" + std::string(type_name(src.type)) + " C" + std::to_string(C) + ")";
+    const int rows = y_end - y_begin;
+    const int wc = src.width * C;
+    if (separable_) {
+      SepParams<T> p{};
+      p.a = args<T>(src, dst, y_begin, y_end, SepTuning::kVElems);
+      p.k = sep_;
+      SepKernel<T> fn = sep_kernel_for<T, C>(kw_, kh_);
+      const bool spec = fn != nullptr;
+      if (!spec) fn = separable_fused_kernel<T, C, 0>;
+      const int smem = SepGeom(kw_, C).smem_bytes();
+      const int per_sm = prepare(reinterpret_cast<const void*>(fn), smem, SepGeom(spec ? kw_ : kMaxSide, C).smem_bytes(),
+                                 SepTuning::kThreads);
+      const int blocks_x = (wc + SepTuning::kTileElems - 1) / SepTuning::kTileElems;
+      p.seg_rows = segment_rows(rows, SepTuning::kChunkRows, blocks_x, per_sm, SepTuning::kTargetWaves);
+      const int segs = (rows + p.seg_rows - 1) / p.seg_rows;
+      const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(segs));
+      fn<<<grid, SepTuning::kThreads, static_cast<std::size_t>(smem), stream>>>(p);
+      PIXELKIT_CUDA_CHECK_LAUNCH("separable_fused_kernel");
+      return spec ? "cuda separable fused " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape
+                  : "cuda separable fused generic " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+    }
+    DenseParams<T> p{};
+    p.a = args<T>(src, dst, y_begin, y_end, DenseTuning::kVec);
+    p.k = dense_;
+    DenseKernel<T> fn = dense_kernel_for<T, C>(kw_, kh_);
+    const bool spec = fn != nullptr;
+    const int rpt = spec ? DenseTuning::kRowsSpecialised : DenseTuning::kRowsGeneric;
+    if (!spec) fn = dense_tiled_kernel<T, C, 0, 0, DenseTuning::kRowsGeneric>;
+    const int smem = DenseGeom(kw_, kh_, C, rpt).smem_bytes();
+    const int smem_max = spec ? smem : DenseGeom(kMaxSide, kMaxSide, C, rpt).smem_bytes();
+    prepare(reinterpret_cast<const void*>(fn), smem, smem_max, DenseTuning::kThreads);
+    const int tile_rows = DenseTuning::kThreadsY * rpt;
+    const dim3 grid(static_cast<unsigned>((wc + DenseTuning::kTileElems - 1) / DenseTuning::kTileElems),
+                    static_cast<unsigned>((rows + tile_rows - 1) / tile_rows));
+    const dim3 block(DenseTuning::kThreadsX, DenseTuning::kThreadsY);
+    fn<<<grid, block, static_cast<std::size_t>(smem), stream>>>(p);
+    PIXELKIT_CUDA_CHECK_LAUNCH("dense_tiled_kernel");
+    return (spec ? "cuda dense tiled " : "cuda dense tiled generic ") + std::to_string(kw_) + "x" +
+           std::to_string(kh_) + shape;
+  }
+
+  /// Rows each block sweeps: a whole number of `step` rows, as few as give the
+  /// grid about `waves` full waves of resident blocks (long sweeps amortise
+  /// the apron and the pipeline's start; enough blocks fill the GPU).
+  int segment_rows(int rows, int step, int blocks_x, int per_sm, int waves) {
+    const long long want = static_cast<long long>(waves) * per_sm * sm_count();
+    const int max_segs = (rows + step - 1) / step;
+    const int segs = static_cast<int>(std::clamp<long long>((want + blocks_x - 1) / blocks_x, 1, max_segs));
+    return (max_segs + segs - 1) / segs * step;
+  }
+
+  /// Raises the kernel's dynamic shared-memory limit when it may need more
+  /// than the default 48 KB (once per kernel and device; always to the most
+  /// any size of that kernel needs, so that objects with different kernel
+  /// sizes never lower it under each other) and returns how many blocks of
+  /// `smem` bytes fit on one multiprocessor.
+  int prepare(const void* fn, int smem, int smem_max, int threads) {
+    int device = 0;
+    PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
+    for (const auto& k : attrs_)
+      if (k.fn == fn && k.device == device) return k.max_blocks_per_sm;
+    if (static_cast<std::size_t>(smem_max) > kDefaultSmemLimit)
+      PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max));
+    int blocks = 0;
+    PIXELKIT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, threads, static_cast<std::size_t>(smem)));
+    attrs_.push_back({fn, device, std::max(blocks, 1)});
+    return std::max(blocks, 1);
+  }
+
+  int sm_count() {
+    int device = 0;
+    PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
+    if (device != sm_device_) {
+      PIXELKIT_CUDA_TRY(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
+      sm_device_ = device;
+    }
+    return sm_count_;
+  }
+
+  void ensure_streams(int strips) {
+    if (streams_.empty()) {
+      for (int i = 0; i < StripTuning::kStreams; ++i) {
+        streams_.emplace_back();
+        stream_done_.emplace_back();
+      }
+    }
+    while (static_cast<int>(up_done_.size()) < strips) up_done_.emplace_back();
+    while (static_cast<int>(down_done_.size()) < strips) down_done_.emplace_back();
+  }
+
+  Border border_;
+  int kw_ = 0, kh_ = 0;
+  bool separable_ = false;
+  DenseCoeffs dense_{};
+  SepCoeffs sep_{};
+
+  std::vector<KernelAttr> attrs_;
+  int sm_device_ = -1, sm_count_ = 1;
+
+  // run_host resources, all grow-only and created on first use.
+  DeviceBuffer d_src_, d_dst_;
+  PinnedBuffer up_stage_, down_stage_;
+  std::vector<Stream> streams_;
+  std::vector<Event> stream_done_;
+  std::vector<Event> up_done_, down_done_;
+  Event start_;
+};
+
+// ---- host images: strips ------------------------------------------------------------
+//
+// The image is cut into NS horizontal strips. Strip s is uploaded on stream
+// s % kStreams (pageable rows are first copied by this thread into a pinned
+// staging slot; pinned rows go straight), its kernel runs on the same stream
+// once the uploads of every strip holding a row it reads (its own and the
+// apron rows of its neighbours) are done, then its rows come back (into a
+// staging slot, which this thread copies out to dst kStreams strips later).
+// So the host copies strip s+1 in and strip s-3 out while the GPU uploads,
+// filters and downloads the strips in between. The device buffers hold the
+// whole image, so the kernel's borders are those of the whole image.
+std::string CudaFilterImpl::run_host(const ConstImageView& src, const ImageView& dst, stream_t caller) {
+  const int height = src.height;
+  const std::size_t row_bytes = src.row_bytes();
+  const std::size_t dpitch = (row_bytes + 255) & ~static_cast<std::size_t>(255);  // aligned rows: vector loads
+  const long long total = static_cast<long long>(row_bytes) * height;
+  int strips = static_cast<int>(
+      std::clamp<long long>(total / StripTuning::kTargetStripBytes, 1, StripTuning::kMaxStrips));
+  const int strip_rows = std::max((height + strips - 1) / strips, StripTuning::kMinStripRows);
+  strips = (height + strip_rows - 1) / strip_rows;
+  const int reach = (kh_ / 2 + strip_rows - 1) / strip_rows;  // neighbour strips whose rows a strip reads
+  const int k = StripTuning::kStreams;
+
+  ensure_streams(strips);
+  d_src_.reserve(dpitch * static_cast<std::size_t>(height));
+  d_dst_.reserve(dpitch * static_cast<std::size_t>(height));
+  const bool src_pinned = src.memory == Memory::pinned;
+  const bool dst_pinned = dst.memory == Memory::pinned;
+  const std::size_t slot_bytes = row_bytes * static_cast<std::size_t>(strip_rows);
+  if (!src_pinned) up_stage_.reserve(slot_bytes * k);
+  if (!dst_pinned) down_stage_.reserve(slot_bytes * k);
+
+  ImageView dsrc{};
+  dsrc.data = d_src_.get();
+  dsrc.width = src.width;
+  dsrc.height = height;
+  dsrc.channels = src.channels;
+  dsrc.type = src.type;
+  dsrc.memory = Memory::device;
+  dsrc.pitch = static_cast<std::ptrdiff_t>(dpitch);
+  ImageView ddst = dsrc;
+  ddst.data = d_dst_.get();
+
+  auto first_row = [&](int s) { return s * strip_rows; };
+  auto end_row = [&](int s) { return std::min(height, (s + 1) * strip_rows); };
+  auto stream_of = [&](int s) -> cudaStream_t { return streams_[static_cast<std::size_t>(s % k)]; };
+  auto slot = [&](unsigned char* base, int s) { return base + slot_bytes * static_cast<std::size_t>(s % k); };
+  auto* const up_base = up_stage_.as<unsigned char>();
+  auto* const down_base = down_stage_.as<unsigned char>();
+  auto* const dsrc_base = static_cast<unsigned char*>(dsrc.data);
+  auto* const ddst_base = static_cast<unsigned char*>(ddst.data);
+
+  int drained = 0;  // pageable dst: strips [0, drained) have been copied out of staging
+  auto drain_to = [&](int limit) {
+    for (; drained < std::min(limit, strips); ++drained) {
+      const int s = drained;
+      PIXELKIT_CUDA_TRY(cudaEventSynchronize(down_done_[static_cast<std::size_t>(s)]));
+      const unsigned char* from = slot(down_base, s);
+      for (int y = first_row(s); y < end_row(s); ++y)
+        std::memcpy(dst.row<unsigned char>(y), from + row_bytes * static_cast<std::size_t>(y - first_row(s)),
+                    row_bytes);
+    }
+  };
+
+  std::string path;
+  try {
+    // Everything queued on the caller's stream before this call comes first.
+    PIXELKIT_CUDA_TRY(cudaEventRecord(start_, caller));
+    for (auto& st : streams_) PIXELKIT_CUDA_TRY(cudaStreamWaitEvent(st, start_, 0));
+
+    for (int step = 0; step < strips + reach; ++step) {
+      if (step < strips) {  // upload strip `step`
+        const int s = step;
+        const int y0 = first_row(s), n = end_row(s) - y0;
+        if (src_pinned) {
+          PIXELKIT_CUDA_TRY(cudaMemcpy2DAsync(dsrc_base + dpitch * y0, dpitch, src.row<unsigned char>(y0),
+                                              static_cast<std::size_t>(src.pitch), row_bytes, n,
+                                              cudaMemcpyHostToDevice, stream_of(s)));
+        } else {
+          // The slot's previous upload (strip s - k) must be done before we refill it.
+          if (s >= k) PIXELKIT_CUDA_TRY(cudaEventSynchronize(up_done_[static_cast<std::size_t>(s - k)]));
+          unsigned char* to = slot(up_base, s);
+          for (int y = y0; y < y0 + n; ++y)
+            std::memcpy(to + row_bytes * static_cast<std::size_t>(y - y0), src.row<unsigned char>(y), row_bytes);
+          PIXELKIT_CUDA_TRY(cudaMemcpy2DAsync(dsrc_base + dpitch * y0, dpitch, to, row_bytes, row_bytes, n,
+                                              cudaMemcpyHostToDevice, stream_of(s)));
+        }
+        PIXELKIT_CUDA_TRY(cudaEventRecord(up_done_[static_cast<std::size_t>(s)], stream_of(s)));
+      }
+      const int t = step - reach;  // every strip strip t reads has been queued for upload
+      if (t < 0) continue;
+      cudaStream_t st = stream_of(t);
+      for (int u = std::max(0, t - reach); u <= std::min(strips - 1, t + reach); ++u)
+        if (u % k != t % k)  // uploads on st itself are ordered already
+          PIXELKIT_CUDA_TRY(cudaStreamWaitEvent(st, up_done_[static_cast<std::size_t>(u)], 0));
+      const int y0 = first_row(t), y1 = end_row(t);
+      path = launch(dsrc, ddst, y0, y1, st);
+      if (dst_pinned) {
+        PIXELKIT_CUDA_TRY(cudaMemcpy2DAsync(dst.row<unsigned char>(y0), static_cast<std::size_t>(dst.pitch),
+                                            ddst_base + dpitch * y0, dpitch, row_bytes, y1 - y0,
+                                            cudaMemcpyDeviceToHost, st));
+      } else {
+        drain_to(t - k + 1);  // the slot's previous strip is copied out before it is overwritten
+        PIXELKIT_CUDA_TRY(cudaMemcpy2DAsync(slot(down_base, t), row_bytes, ddst_base + dpitch * y0, dpitch,
+                                            row_bytes, y1 - y0, cudaMemcpyDeviceToHost, st));
+      }
+      PIXELKIT_CUDA_TRY(cudaEventRecord(down_done_[static_cast<std::size_t>(t)], st));
+    }
+    if (!dst_pinned) drain_to(strips);
+    for (int i = 0; i < k; ++i) {
+      const auto ui = static_cast<std::size_t>(i);
+      PIXELKIT_CUDA_TRY(cudaEventRecord(stream_done_[ui], streams_[ui]));
+      PIXELKIT_CUDA_TRY(cudaStreamWaitEvent(caller, stream_done_[ui], 0));  // later work on caller sees dst
+    }
+    for (auto& st : streams_) PIXELKIT_CUDA_TRY(cudaStreamSynchronize(st));
+  } catch (...) {
+    // Leave nothing in flight that reads or writes the caller's memory.
+    for (auto& st : streams_) (void)cudaStreamSynchronize(st);
+    (void)cudaGetLastError();
+    throw;
+  }
+  return path + " + host strips x" + std::to_string(strips);
+}
+
+}  // namespace
+
+std::unique_ptr<CudaFilter> make_cuda_filter(const Kernel& kernel, const Border& border) {
+  return std::make_unique<CudaFilterImpl>(kernel, border);
+}
+
+}  // namespace pixelkit::detail
