@@ -3,6 +3,7 @@
 #include <string>
 
 #include "filter/filter_backends.hpp"
+#include "integral/integral_backends.hpp"
 #include "pixelkit/config.hpp"
 
 namespace pixelkit {
@@ -75,6 +76,15 @@ void Filter2D::operator()(const ConstImageView& src, const ImageView& dst, const
   const Backend backend = resolve_backend(options.backend, src.memory);
   const Kernel& k = state_->kernel;
   std::string path;
+  // Large boxes through the integral image: the cost stops growing with N.
+  if (detail::box_via_integral_pays(k, backend)) {
+    path = detail::box_filter_via_integral(src, dst, k, state_->border, backend, options);
+    if (options.info) {
+      options.info->backend = backend;
+      options.info->path = std::move(path);
+    }
+    return;
+  }
   switch (backend) {
     case Backend::ref:
       detail::filter_ref(src, dst, k, state_->border);
