@@ -61,11 +61,21 @@ if [ "$bench" = 1 ]; then
     [ -x "$b" ] || continue
     n=$(basename "$b")
     note "benchmark $n"
-    "$b" $quick --csv "$LOGS/$n.csv" >"$LOGS/$n.md" 2>"$LOGS/$n.err" || { status=1; tail -5 "$LOGS/$n.err"; }
+    csv=()
+    if grep -q -- '--csv' "$b" 2>/dev/null; then csv=(--csv "$LOGS/$n.csv"); fi
+    "$b" $quick "${csv[@]}" >"$LOGS/$n.md" 2>"$LOGS/$n.err" || { status=1; tail -5 "$LOGS/$n.err"; }
   done
-  for b in "$BUILD"/bench/bench_*_gpu; do
-    [ -x "$b" ] || continue
-    echo; echo "### $(basename "$b")"; cat "$LOGS/$(basename "$b").md"
+  # Python peers (CuPy) on the same sizes, where CuPy is installed.
+  if python3 -c 'import cupy' 2>/dev/null; then
+    for p in bench/peers/*_cupy.py; do
+      n=$(basename "$p" .py)
+      note "peer $n"
+      timeout 240 python3 "$p" $quick >"$LOGS/$n.md" 2>"$LOGS/$n.err" || echo "peer $n did not finish (see $LOGS/$n.err)"
+    done
+  fi
+  for f in "$LOGS"/bench_*_gpu.md "$LOGS"/*_cupy.md; do
+    [ -f "$f" ] || continue
+    echo; echo "### $(basename "$f" .md)"; cat "$f"
   done
 fi
 echo
