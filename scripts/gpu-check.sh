@@ -33,7 +33,7 @@ cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1 || { grep -E 'error|Er
 
 if [ "$only_bench" = 0 ]; then
   note "ctest (all tests)"
-  (cd "$BUILD" && ctest -j 4 --output-on-failure --timeout 900) >"$LOGS/ctest.log" 2>&1 || status=1
+  (cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout 900) >"$LOGS/ctest.log" 2>&1 || status=1
   grep -E 'tests passed|tests failed|Skipped|\*\*\*Failed|Not Run|Timeout' "$LOGS/ctest.log" | head -40
 
   # GPU tests under compute-sanitizer: every test binary, only its GPU cases.
