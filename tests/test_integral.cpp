@@ -5,6 +5,7 @@
 // the 8192x8192 overflow case; rectangle queries; the box filter through the
 // table; bad input; the CLI.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <sys/wait.h>
 
@@ -703,7 +704,8 @@ struct CliResult {
 };
 
 CliResult cli(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "/pk_integral_cli_err.txt";
+  // Unique per process: CTest runs the tests of this file in parallel processes.
+  const std::string err_path = ::testing::TempDir() + "/pk_integral_cli_err_" + std::to_string(::getpid()) + ".txt";
   const std::string cmd = std::string("'") + cli_path() + "' integral " + args + " >/dev/null 2>'" + err_path + "'";
   const int status = std::system(cmd.c_str());
   std::ifstream f(err_path);
