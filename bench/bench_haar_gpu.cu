@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "core/cuda_check.hpp"
 #include "haar/haar_backends.hpp"
 #include "pixelkit/haar.hpp"
@@ -38,44 +39,9 @@ namespace {
 
 int g_reps = 15;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// Median wall time in ms of f() (which must finish its own work), after warm-up.
-double time_host(const std::function<void()>& f, int reps, int warm = 2) {
-  for (int i = 0; i < warm; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t);
-}
-
-// Median device time in ms of f() queued on `s`, with events around each run.
-double time_device(const std::function<void()>& f, cudaStream_t s, int reps, int warm = 3) {
-  for (int i = 0; i < warm; ++i) f();
-  PIXELKIT_CUDA_TRY(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&a));
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    PIXELKIT_CUDA_TRY(cudaEventRecord(a, s));
-    f();
-    PIXELKIT_CUDA_TRY(cudaEventRecord(b, s));
-    PIXELKIT_CUDA_TRY(cudaEventSynchronize(b));
-    float ms = 0;
-    PIXELKIT_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(t);
-}
+using pixelkit::bench::median;
+using pixelkit::bench::time_device;
+using pixelkit::bench::time_host;
 
 Image random_f32(int w, int h, int c, unsigned seed) {
   Image img(w, h, c, PixelType::f32);

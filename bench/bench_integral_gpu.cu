@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "core/cuda_check.hpp"
 #include "integral/integral_backends.hpp"
 #include "pixelkit/filter.hpp"
@@ -51,42 +52,9 @@ namespace {
 int g_reps = 20;
 FILE* g_csv = nullptr;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-double time_host(const std::function<void()>& f, int reps, int warm = 1) {
-  for (int i = 0; i < warm; ++i) f();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return median(t);
-}
-
-double time_device(const std::function<void()>& f, cudaStream_t s, int reps, int warm = 3) {
-  for (int i = 0; i < warm; ++i) f();
-  PIXELKIT_CUDA_TRY(cudaStreamSynchronize(s));
-  cudaEvent_t a, b;
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&a));
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&b));
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    PIXELKIT_CUDA_TRY(cudaEventRecord(a, s));
-    f();
-    PIXELKIT_CUDA_TRY(cudaEventRecord(b, s));
-    PIXELKIT_CUDA_TRY(cudaEventSynchronize(b));
-    float ms = 0;
-    PIXELKIT_CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return median(t);
-}
+using pixelkit::bench::median;
+using pixelkit::bench::time_device;
+using pixelkit::bench::time_host;
 
 double copy_bandwidth(cudaStream_t s) {
   const std::size_t bytes = std::size_t{1} << 30;
