@@ -39,6 +39,17 @@ TEST(Image, SubViewsShareThePitch) {
   EXPECT_THROW(img.view().sub(0, 8, 1, 3), Error);
 }
 
+TEST(Image, DescribeAndOverlaps) {
+  Image img(20, 10, 3, PixelType::u8);
+  EXPECT_EQ(describe(img.cview()), "20x10x3 u8");
+  const ConstImageView left = img.cview().sub(0, 0, 10, 10), right = img.cview().sub(10, 0, 10, 10);
+  EXPECT_TRUE(overlaps(left, img.cview()));
+  EXPECT_TRUE(overlaps(left, right));  // spans interleave row by row: conservatively overlapping
+  EXPECT_FALSE(overlaps(img.cview().sub(0, 0, 20, 5), img.cview().sub(0, 5, 20, 5)));
+  Image other(20, 10, 3, PixelType::u8);
+  EXPECT_FALSE(overlaps(img.cview(), other.cview()));
+}
+
 TEST(Image, ShapeLimitsFailBeforeAllocating) {
   const auto status_of = [](auto&& f) {
     try { f(); } catch (const Error& e) { return e.status(); }

@@ -92,6 +92,15 @@ struct ConstImageView {
 ImageView make_view(void* data, int width, int height, int channels, PixelType type,
                     Memory memory = Memory::host, std::ptrdiff_t pitch = 0);
 
+/// "WxHxC type" (e.g. "640x480x3 u8"), for messages.
+std::string describe(const ConstImageView& view);
+
+/// True when the byte spans of two views (first byte to last byte) intersect;
+/// views in host and device memory never do. Conservative: side-by-side
+/// windows of one image count as overlapping. Operations use it to refuse
+/// in-place calls.
+bool overlaps(const ConstImageView& a, const ConstImageView& b) noexcept;
+
 /// Checks that width, height and channels are a valid image shape and that its
 /// byte size fits in memory arithmetic; throws invalid_argument naming `what`.
 void check_shape(int width, int height, int channels, PixelType type, const char* what = "image");

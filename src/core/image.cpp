@@ -57,6 +57,20 @@ View sub_of(const View& v, int x, int y, int w, int h) {
 ImageView ImageView::sub(int x, int y, int w, int h) const { return sub_of(*this, x, y, w, h); }
 ConstImageView ConstImageView::sub(int x, int y, int w, int h) const { return sub_of(*this, x, y, w, h); }
 
+std::string describe(const ConstImageView& v) {
+  return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
+         to_string(v.type);
+}
+
+bool overlaps(const ConstImageView& a, const ConstImageView& b) noexcept {
+  if (is_host(a.memory) != is_host(b.memory) || a.empty() || b.empty()) return false;
+  const auto* a0 = static_cast<const unsigned char*>(a.data);
+  const auto* b0 = static_cast<const unsigned char*>(b.data);
+  const auto* a1 = a0 + (a.height - 1) * a.pitch + a.row_bytes();
+  const auto* b1 = b0 + (b.height - 1) * b.pitch + b.row_bytes();
+  return a0 < b1 && b0 < a1;
+}
+
 void check_shape(int width, int height, int channels, PixelType type, const char* what) {
   const std::string name(what);
   PIXELKIT_EXPECTS(width > 0 && height > 0, Status::invalid_argument,

@@ -16,24 +16,6 @@ struct Filter2D::State {
 
 namespace {
 
-std::string shape_of(const ConstImageView& v) {
-  return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
-         to_string(v.type);
-}
-
-bool overlaps(const ConstImageView& a, const ConstImageView& b) {
-  if (a.memory == Memory::device) {
-    if (b.memory != Memory::device) return false;
-  } else if (b.memory == Memory::device) {
-    return false;
-  }
-  const auto* a0 = static_cast<const unsigned char*>(a.data);
-  const auto* b0 = static_cast<const unsigned char*>(b.data);
-  const auto* a1 = a0 + (a.height - 1) * a.pitch + a.row_bytes();
-  const auto* b1 = b0 + (b.height - 1) * b.pitch + b.row_bytes();
-  return a0 < b1 && b0 < a1;
-}
-
 void check_kernel(const Kernel& k) {
   PIXELKIT_EXPECTS(k.width >= 1 && k.width <= Kernel::kMaxSide && k.width % 2 == 1 && k.height >= 1 &&
                        k.height <= Kernel::kMaxSide && k.height % 2 == 1 &&
@@ -67,7 +49,7 @@ void Filter2D::operator()(const ConstImageView& src, const ImageView& dst, const
   PIXELKIT_EXPECTS(src.width == dst.width && src.height == dst.height && src.channels == dst.channels &&
                        src.type == dst.type && dst.data != nullptr,
                    Status::invalid_argument,
-                   "filter: source " + shape_of(src) + " and destination " + shape_of(dst) + " differ");
+                   "filter: source " + describe(src) + " and destination " + describe(dst) + " differ");
   PIXELKIT_EXPECTS(is_host(src.memory) == is_host(dst.memory), Status::invalid_argument,
                    std::string("filter: source in ") + to_string(src.memory) + " memory but destination in " +
                        to_string(dst.memory) + " memory");

@@ -86,20 +86,6 @@ struct HaarTransform::State {
 
 namespace {
 
-std::string shape_of(const ConstImageView& v) {
-  return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
-         to_string(v.type);
-}
-
-bool overlaps(const ConstImageView& a, const ConstImageView& b) {
-  if (is_host(a.memory) != is_host(b.memory)) return false;
-  const auto* a0 = static_cast<const unsigned char*>(a.data);
-  const auto* b0 = static_cast<const unsigned char*>(b.data);
-  const auto* a1 = a0 + (a.height - 1) * a.pitch + a.row_bytes();
-  const auto* b1 = b0 + (b.height - 1) * b.pitch + b.row_bytes();
-  return a0 < b1 && b0 < a1;
-}
-
 // Checks the image side (src of forward, dst of inverse) and the coefficient
 // side against each other; returns the layout.
 HaarLayout check(const char* what, const ConstImageView& image, const ConstImageView& coeffs, int levels,
@@ -120,7 +106,7 @@ HaarLayout check(const char* what, const ConstImageView& image, const ConstImage
   PIXELKIT_EXPECTS(coeffs.data != nullptr && coeffs.type == PixelType::f32 && coeffs.channels == image.channels &&
                        coeffs.width == layout.coeff_width && coeffs.height == layout.coeff_height,
                    Status::invalid_argument,
-                   op + "coefficients " + shape_of(coeffs) + " do not fit the " + shape_of(image) + " " + image_name +
+                   op + "coefficients " + describe(coeffs) + " do not fit the " + describe(image) + " " + image_name +
                        " at " + std::to_string(levels) + " levels (expected " + want + ")");
   PIXELKIT_EXPECTS(is_host(image.memory) == is_host(coeffs.memory), Status::invalid_argument,
                    op + image_name + " in " + to_string(image.memory) + " memory but coefficients in " +
@@ -227,7 +213,7 @@ void check_coeffs_match(const char* op, const ConstImageView& coeffs, const Haar
                        coeffs.height == layout.coeff_height &&
                        (coeffs.channels == 1 || coeffs.channels == 3 || coeffs.channels == 4),
                    Status::invalid_argument,
-                   std::string(op) + ": coefficients " + shape_of(coeffs) + " do not match the layout (" +
+                   std::string(op) + ": coefficients " + describe(coeffs) + " do not match the layout (" +
                        std::to_string(layout.coeff_width) + "x" + std::to_string(layout.coeff_height) + " f32)");
   PIXELKIT_EXPECTS(is_host(coeffs.memory), Status::invalid_argument,
                    std::string(op) + ": coefficients must be in host memory");
@@ -337,7 +323,7 @@ void write_haar_npz(const std::string& path, const ConstImageView& coeffs, int w
   PIXELKIT_EXPECTS(coeffs.data != nullptr && coeffs.type == PixelType::f32 && coeffs.width == layout.coeff_width &&
                        coeffs.height == layout.coeff_height,
                    Status::invalid_argument,
-                   "write_haar_npz: coefficients " + shape_of(coeffs) + " do not fit a " + std::to_string(width) +
+                   "write_haar_npz: coefficients " + describe(coeffs) + " do not fit a " + std::to_string(width) +
                        "x" + std::to_string(height) + " image at " + std::to_string(levels) + " levels");
   PIXELKIT_EXPECTS(is_host(coeffs.memory), Status::invalid_argument,
                    "write_haar_npz: coefficients must be in host memory");

@@ -130,17 +130,12 @@ struct Integral::State {
 
 namespace {
 
-std::string shape_of(const ConstImageView& v) {
-  return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
-         to_string(v.type);
-}
-
 void check_source(const ConstImageView& src) {
   PIXELKIT_EXPECTS(!src.empty() && src.data != nullptr, Status::invalid_argument, "integral: source image is empty");
   PIXELKIT_EXPECTS(src.channels == 1 || src.channels == 3 || src.channels == 4, Status::invalid_argument,
                    "integral: " + std::to_string(src.channels) + " channels (1, 3 or 4 supported)");
   PIXELKIT_EXPECTS(src.width < (1 << 30) && src.height < (1 << 30), Status::invalid_argument,
-                   "integral: source " + shape_of(src) + " is too large");
+                   "integral: source " + describe(src) + " is too large");
 }
 
 void check_table(const char* name, const IntegralTableView& t, const ConstImageView& src, TableType type) {
@@ -148,7 +143,7 @@ void check_table(const char* name, const IntegralTableView& t, const ConstImageV
   PIXELKIT_EXPECTS(t.width == src.width + 1 && t.height == src.height + 1 && t.channels == src.channels,
                    Status::invalid_argument,
                    what + " is " + std::to_string(t.height) + "x" + std::to_string(t.width) + "x" +
-                       std::to_string(t.channels) + " but a " + shape_of(src) + " image needs " +
+                       std::to_string(t.channels) + " but a " + describe(src) + " image needs " +
                        std::to_string(src.height + 1) + "x" + std::to_string(src.width + 1) + "x" +
                        std::to_string(src.channels));
   PIXELKIT_EXPECTS(t.type == type, Status::invalid_argument,
