@@ -5,7 +5,7 @@
 //   separable kernel, square N x N             -> separable_fused_kernel<T,C,N>
 //       (u8: N = 3..31; f32: N = 3..9, to bound the build time)
 //   separable kernel, other shapes and sizes   -> separable_fused_kernel<T,C,0> (sizes at run time)
-//   dense 3x3, 5x5, 7x7, 9x9                   -> dense_tiled_kernel<T,C,K,K,8>
+//   dense 3x3 / 5x5 / 7x7, 9x9                 -> dense_tiled_kernel<T,C,K,K,2 / 4 / 8>
 //   dense, any other size                      -> dense_tiled_kernel<T,C,0,0,4> (sizes at run time)
 // No device scratch is needed on either path: both passes of the separable
 // filter meet in shared memory.
@@ -50,13 +50,12 @@ using SepKernel = void (*)(const SepParams<T>);
 
 template <typename T, int C>
 DenseKernel<T> dense_kernel_for(int kw, int kh) {
-  constexpr int R = DenseTuning::kRowsSpecialised;
   if (kw == kh) {
     switch (kw) {
-      case 3: return dense_tiled_kernel<T, C, 3, 3, R>;
-      case 5: return dense_tiled_kernel<T, C, 5, 5, R>;
-      case 7: return dense_tiled_kernel<T, C, 7, 7, R>;
-      case 9: return dense_tiled_kernel<T, C, 9, 9, R>;
+      case 3: return dense_tiled_kernel<T, C, 3, 3, DenseTuning::rows_specialised(3)>;
+      case 5: return dense_tiled_kernel<T, C, 5, 5, DenseTuning::rows_specialised(5)>;
+      case 7: return dense_tiled_kernel<T, C, 7, 7, DenseTuning::rows_specialised(7)>;
+      case 9: return dense_tiled_kernel<T, C, 9, 9, DenseTuning::rows_specialised(9)>;
       default: break;
     }
   }
@@ -187,7 +186,7 @@ class CudaFilterImpl final : public CudaFilter {
     p.k = dense_;
     DenseKernel<T> fn = dense_kernel_for<T, C>(kw_, kh_);
     const bool spec = fn != nullptr;
-    const int rpt = spec ? DenseTuning::kRowsSpecialised : DenseTuning::kRowsGeneric;
+    const int rpt = spec ? DenseTuning::rows_specialised(kw_) : DenseTuning::kRowsGeneric;
     if (!spec) fn = dense_tiled_kernel<T, C, 0, 0, DenseTuning::kRowsGeneric>;
     const int smem = DenseGeom(kw_, kh_, C, rpt).smem_bytes();
     const int smem_max = spec ? smem : DenseGeom(kMaxSide, kMaxSide, C, rpt).smem_bytes();

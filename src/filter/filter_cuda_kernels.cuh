@@ -406,7 +406,7 @@ __global__ void __launch_bounds__(filter_tuning::Dense::kThreads, filter_tuning:
 /// elements x 8 rows, each loaded float2 serving up to 8 outputs.
 /// N > 0: square N x N (the tap loops unrolled); N = 0: nx, ny at run time.
 template <typename T, int C, int N>
-__global__ void __launch_bounds__(filter_tuning::Separable::kThreads, filter_tuning::Separable::kMinBlocksPerSM)
+__global__ void __launch_bounds__(filter_tuning::Separable::kThreads, filter_tuning::Separable::min_blocks_per_sm(N))
     separable_fused_kernel(const __grid_constant__ SepParams<T> p) {
   using S = filter_tuning::Separable;
   constexpr bool kSpec = N > 0;

@@ -16,13 +16,28 @@ struct Dense {
   static constexpr int kThreads = kThreadsX * kThreadsY;
   static constexpr int kVec = 4;                         // elements per thread along a row
   static constexpr int kTileElems = kThreadsX * kVec;    // 128 elements (42.7 RGB pixels)
-  static constexpr int kRowsSpecialised = 8;             // 3x3..9x9: 32 accumulators per thread
+  /// Rows per thread and __launch_bounds__ minimum blocks per SM of the
+  /// specialised kernels. 3x3 and 5x5 are latency-bound at v3's 8 rows and 3
+  /// blocks/SM (run 3's ncu: 24 warps/SM, DRAM 31%); run 4 measured fewer rows
+  /// and more resident blocks (notes, "Run 4"):
+  ///   3x3: 2 rows, 8 blocks (<= 32 registers, 64 warps/SM, no spill).
+  ///        4 rows x 6 blocks spills (the 3x3 tile wants ~60 registers).
+  ///   5x5: 4 rows, 6 blocks (<= 40 registers, 48 warps/SM); 2 rows is
+  ///        slower (shared loads per output grow with the apron rows).
+  ///   7x7, 9x9: FMA-bound, 8 rows (a loaded window row feeds twice the
+  ///        FMAs), 2 blocks (<= 128 registers: 32 accumulators + a window
+  ///        row of up to 36 floats); the generic kernel likewise.
+  static constexpr int kRows3 = 2;
+  static constexpr int kMinBlocks3 = 8;
+  static constexpr int kRows5 = 4;
+  static constexpr int kMinBlocks5 = 6;
+  static constexpr int kRowsLarge = 8;
+  static constexpr int kMinBlocksLarge = 2;
+  static constexpr int rows_specialised(int kw) { return kw <= 3 ? kRows3 : kw <= 5 ? kRows5 : kRowsLarge; }
+  static constexpr int min_blocks_per_sm(int kw) {
+    return kw <= 0 ? kMinBlocksLarge : kw <= 3 ? kMinBlocks3 : kw <= 5 ? kMinBlocks5 : kMinBlocksLarge;
+  }
   static constexpr int kRowsGeneric = 4;                 // any size: smaller tile, smaller apron smem
-  /// __launch_bounds__ minimum blocks per SM: 3 (<= 80 registers) for the
-  /// memory-bound 3x3 and 5x5, 2 (<= 128) for the FMA-bound 7x7, 9x9 and the
-  /// generic kernel, which need the registers (32 accumulators + a window row
-  /// of up to 36 floats).
-  static constexpr int min_blocks_per_sm(int kw) { return kw > 0 && kw <= 5 ? 3 : 2; }
 };
 
 /// Separable kernel, both passes fused. A block owns a strip kTileElems
@@ -38,7 +53,13 @@ struct Separable {
   static constexpr int kHElems = 16;                     // horizontal pass: elements per thread
   static constexpr int kVElems = 2;                      // vertical pass: elements per thread (float2)
   static constexpr int kVRows = 8;                       // vertical pass: rows per thread
-  static constexpr int kMinBlocksPerSM = 3;              // 63-67 KB shared memory per block
+  static constexpr int kMinBlocksPerSM = 3;              // 55-67 KB shared memory per block
+  /// Small sizes (n <= kSmallN, 55 KB of shared memory: 4 blocks fit in the
+  /// H100's 228 KB) are latency-bound like the small dense kernels: allow a
+  /// 4th block by capping registers at 64.
+  static constexpr int kSmallN = 5;
+  static constexpr int kMinBlocksSmallN = 4;
+  static constexpr int min_blocks_per_sm(int n) { return n > 0 && n <= kSmallN ? kMinBlocksSmallN : kMinBlocksPerSM; }
   static constexpr int kTargetWaves = 8;                 // segments so the grid is ~8 full waves
   static constexpr int kPrefetchU8 = 2;                  // chunks whose loads are in flight (registers)
   static constexpr int kPrefetchF32 = 1;
