@@ -318,6 +318,9 @@ TEST(HaarBackends, ReusableTransformOnManySizes) {
       Image co(l.coeff_width, l.coeff_height, 1, PixelType::f32);
       f.forward(src, co.view(), with(b));
       EXPECT_TRUE(agrees(co, forward(Backend::ref, src, 3), 0, 1e-5)) << s.w << "x" << s.h;
+      Image back(s.w, s.h, 1, PixelType::f32);
+      f.inverse(co, back.view(), with(b));
+      EXPECT_TRUE(agrees(back, src, 0, 1e-5)) << "inverse " << s.w << "x" << s.h;
     }
   }
 }

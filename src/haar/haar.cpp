@@ -82,6 +82,7 @@ struct HaarTransform::State {
   int levels;
   HaarNormalize normalize;
   std::unique_ptr<detail::CudaHaar> cuda;  // created on the first cuda call
+  detail::HaarCpuScratch cpu;              // grows to the largest image seen
 };
 
 namespace {
@@ -143,7 +144,8 @@ void HaarTransform::forward(const ConstImageView& src, const ImageView& coeffs, 
       path = "ref separable rows-then-columns passes, double precision";
       break;
     case Backend::cpu:
-      path = detail::haar_forward_cpu(src, coeffs, layout, state_->normalize, resolve_threads(options.threads));
+      path = detail::haar_forward_cpu(src, coeffs, layout, state_->normalize, resolve_threads(options.threads),
+                                      state_->cpu);
       break;
     case Backend::cuda:
 #if PIXELKIT_WITH_CUDA
@@ -173,7 +175,8 @@ void HaarTransform::inverse(const ConstImageView& coeffs, const ImageView& dst, 
       path = "ref separable columns-then-rows passes, double precision";
       break;
     case Backend::cpu:
-      path = detail::haar_inverse_cpu(coeffs, dst, layout, state_->normalize, resolve_threads(options.threads));
+      path = detail::haar_inverse_cpu(coeffs, dst, layout, state_->normalize, resolve_threads(options.threads),
+                                      state_->cpu);
       break;
     case Backend::cuda:
 #if PIXELKIT_WITH_CUDA

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pixelkit/haar.hpp"
 
@@ -19,13 +20,20 @@ void haar_forward_ref(const ConstImageView& src, const ImageView& coeffs, const 
 void haar_inverse_ref(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& layout,
                       HaarNormalize normalize);
 
+/// Grow-only scratch of the cpu backend (the approximations between levels,
+/// two planes used in turn), kept by HaarTransform so that calling it frame
+/// after frame allocates nothing once the largest size has been seen.
+struct HaarCpuScratch {
+  std::vector<float> plane[2];
+};
+
 /// haar_cpu.cpp: f32, each 2x2 block at once, OpenMP over block rows, the
 /// first level read straight from src and the last written straight to dst.
 /// Returns a short description of the path taken (for --verbose).
 std::string haar_forward_cpu(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& layout,
-                             HaarNormalize normalize, int threads);
+                             HaarNormalize normalize, int threads, HaarCpuScratch& scratch);
 std::string haar_inverse_cpu(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& layout,
-                             HaarNormalize normalize, int threads);
+                             HaarNormalize normalize, int threads, HaarCpuScratch& scratch);
 
 /// Launch parameters of the CUDA backend: data, not literals (see haar_cuda.cu).
 struct HaarCudaTuning {

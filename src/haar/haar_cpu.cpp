@@ -131,16 +131,13 @@ void inverse_level(const View2D<const float>& ll, const View2D<const float>& co,
   }
 }
 
-// Dense float scratch planes: approximations between levels.
-struct Scratch {
-  std::vector<float> buf[2];
-  View2D<float> plane(int which, int w, int h, int c) {
-    auto& b = buf[which];
-    const std::size_t n = static_cast<std::size_t>(w) * h * c;
-    if (b.size() < n) b.resize(n);
-    return {b.data(), w, h, c, static_cast<std::ptrdiff_t>(w) * c * static_cast<std::ptrdiff_t>(sizeof(float))};
-  }
-};
+// A dense w x h x c float plane of the scratch (grown only when too small).
+View2D<float> scratch_plane(HaarCpuScratch& scratch, int which, int w, int h, int c) {
+  auto& b = scratch.plane[which];
+  const std::size_t n = static_cast<std::size_t>(w) * h * c;
+  if (b.size() < n) b.resize(n);
+  return {b.data(), w, h, c, static_cast<std::ptrdiff_t>(w) * c * static_cast<std::ptrdiff_t>(sizeof(float))};
+}
 
 template <typename T>
 View2D<const T> as_const(const View2D<T>& v) {
@@ -159,15 +156,15 @@ void zero_gaps(const View2D<float>& co, const HaarLayout& l, int threads) {
 }
 
 template <int C, typename Tin>
-void forward_t(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, float s, int threads) {
+void forward_t(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, float s, int threads,
+               HaarCpuScratch& scratch) {
   const auto co = view2d<float>(coeffs);
-  Scratch scratch;
   View2D<const float> prev{};
   for (int k = 1; k <= l.levels; ++k) {
     const auto& b = l.band[k];
     // The last level's approximation goes to the array's top-left corner.
     const View2D<float> ll = k == l.levels ? View2D<float>{co.data, b.width, b.height, C, co.pitch}
-                                           : scratch.plane((k - 1) % 2, b.width, b.height, C);
+                                           : scratch_plane(scratch, (k - 1) % 2, b.width, b.height, C);
     if (k == 1) forward_level<C, Tin>(view2d<Tin>(src), ll, co, b, s, threads);
     else forward_level<C, float>(prev, ll, co, b, s, threads);
     prev = as_const(ll);
@@ -176,9 +173,9 @@ void forward_t(const ConstImageView& src, const ImageView& coeffs, const HaarLay
 }
 
 template <int C, typename Tout>
-void inverse_t(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& l, float s, int threads) {
+void inverse_t(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& l, float s, int threads,
+               HaarCpuScratch& scratch) {
   const auto co = view2d<float>(coeffs);
-  Scratch scratch;
   View2D<const float> ll{co.data, l.band[l.levels].width, l.band[l.levels].height, C, co.pitch};
   for (int k = l.levels; k >= 1; --k) {
     const auto& b = l.band[k];
@@ -186,7 +183,7 @@ void inverse_t(const ConstImageView& coeffs, const ImageView& dst, const HaarLay
       inverse_level<C, Tout>(ll, co, view2d<Tout>(dst), b, s, threads);
     } else {
       const auto& up = l.band[k - 1];
-      const View2D<float> out = scratch.plane((k - 1) % 2, up.width, up.height, C);
+      const View2D<float> out = scratch_plane(scratch, (k - 1) % 2, up.width, up.height, C);
       inverse_level<C, float>(ll, co, out, b, s, threads);
       ll = as_const(out);
     }
@@ -194,38 +191,40 @@ void inverse_t(const ConstImageView& coeffs, const ImageView& dst, const HaarLay
 }
 
 template <typename Tin>
-void forward_c(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, float s, int threads) {
+void forward_c(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, float s, int threads,
+               HaarCpuScratch& scratch) {
   switch (src.channels) {
-    case 1: forward_t<1, Tin>(src, coeffs, l, s, threads); break;
-    case 3: forward_t<3, Tin>(src, coeffs, l, s, threads); break;
-    default: forward_t<4, Tin>(src, coeffs, l, s, threads); break;
+    case 1: forward_t<1, Tin>(src, coeffs, l, s, threads, scratch); break;
+    case 3: forward_t<3, Tin>(src, coeffs, l, s, threads, scratch); break;
+    default: forward_t<4, Tin>(src, coeffs, l, s, threads, scratch); break;
   }
 }
 
 template <typename Tout>
-void inverse_c(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& l, float s, int threads) {
+void inverse_c(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& l, float s, int threads,
+               HaarCpuScratch& scratch) {
   switch (dst.channels) {
-    case 1: inverse_t<1, Tout>(coeffs, dst, l, s, threads); break;
-    case 3: inverse_t<3, Tout>(coeffs, dst, l, s, threads); break;
-    default: inverse_t<4, Tout>(coeffs, dst, l, s, threads); break;
+    case 1: inverse_t<1, Tout>(coeffs, dst, l, s, threads, scratch); break;
+    case 3: inverse_t<3, Tout>(coeffs, dst, l, s, threads, scratch); break;
+    default: inverse_t<4, Tout>(coeffs, dst, l, s, threads, scratch); break;
   }
 }
 
 }  // namespace
 
 std::string haar_forward_cpu(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& layout,
-                             HaarNormalize normalize, int threads) {
+                             HaarNormalize normalize, int threads, HaarCpuScratch& scratch) {
   const float s = normalize == HaarNormalize::average ? 0.25f : 0.5f;
-  if (src.type == PixelType::u8) forward_c<std::uint8_t>(src, coeffs, layout, s, threads);
-  else forward_c<float>(src, coeffs, layout, s, threads);
+  if (src.type == PixelType::u8) forward_c<std::uint8_t>(src, coeffs, layout, s, threads, scratch);
+  else forward_c<float>(src, coeffs, layout, s, threads, scratch);
   return "cpu 2x2 blocks, " + std::to_string(layout.levels) + " levels, " + std::to_string(threads) + " threads";
 }
 
 std::string haar_inverse_cpu(const ConstImageView& coeffs, const ImageView& dst, const HaarLayout& layout,
-                             HaarNormalize normalize, int threads) {
+                             HaarNormalize normalize, int threads, HaarCpuScratch& scratch) {
   const float s = normalize == HaarNormalize::average ? 1.0f : 0.5f;
-  if (dst.type == PixelType::u8) inverse_c<std::uint8_t>(coeffs, dst, layout, s, threads);
-  else inverse_c<float>(coeffs, dst, layout, s, threads);
+  if (dst.type == PixelType::u8) inverse_c<std::uint8_t>(coeffs, dst, layout, s, threads, scratch);
+  else inverse_c<float>(coeffs, dst, layout, s, threads, scratch);
   return "cpu 2x2 blocks, " + std::to_string(layout.levels) + " levels, " + std::to_string(threads) + " threads";
 }
 
