@@ -283,6 +283,26 @@ TEST_P(FilterBackend, OperatorReuseAcrossSizes) {
   }
 }
 
+TEST_P(FilterBackend, LargeBoxesReuseTheirTableAcrossSizesAndBorders) {
+  // box:25 runs through the summed-area table on cpu (past the crossover);
+  // one Filter2D keeps its scratch while sizes and types change.
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 4}}) {
+    Filter2D f(Kernel::box(25), b);
+    Options o;
+    o.backend = GetParam();
+    for (auto [w, h, t] : {std::tuple{200, 120, PixelType::u8}, {31, 47, PixelType::u8}, {320, 200, PixelType::f32},
+                           {64, 64, PixelType::u8}}) {
+      const Image src = random_image(w, h, 3, t, static_cast<std::uint32_t>(w + h));
+      Image dst(w, h, 3, t);
+      RunInfo info;
+      o.info = &info;
+      f(src, dst.view(), o);
+      EXPECT_TRUE(agrees(dst, run(Backend::ref, src, f.kernel(), b))) << w << "x" << h << " " << info.path;
+      if (GetParam() == Backend::cpu) EXPECT_NE(info.path.find("summed-area table"), std::string::npos) << info.path;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, FilterBackend, ::testing::Values(Backend::cpu, Backend::cuda),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 

@@ -12,6 +12,7 @@ struct Filter2D::State {
   Kernel kernel;
   Border border;
   std::unique_ptr<detail::CudaFilter> cuda;  // created on the first cuda call
+  detail::BoxScratch box;                    // large boxes through the integral image (cpu)
 };
 
 namespace {
@@ -60,7 +61,7 @@ void Filter2D::operator()(const ConstImageView& src, const ImageView& dst, const
   std::string path;
   // Large boxes through the integral image: the cost stops growing with N.
   if (detail::box_via_integral_pays(k, backend)) {
-    path = detail::box_filter_via_integral(src, dst, k, state_->border, backend, options);
+    path = detail::box_filter_via_integral(src, dst, k, state_->border, backend, options, &state_->box);
     if (options.info) {
       options.info->backend = backend;
       options.info->path = std::move(path);

@@ -75,8 +75,15 @@ bool box_via_integral_pays(const Kernel& kernel, Backend backend);
 /// u8 result equals the ref filter exactly (the table sum times the float
 /// coefficient is exact in f64). `backend` is cpu or cuda (device or host
 /// images on cuda). Returns the path taken.
+/// `scratch`, when given, keeps the cpu path's border-extended image and table
+/// between calls (Filter2D passes its own), so repeated calls allocate nothing.
+struct BoxScratch {
+  Image extended;
+  IntegralTable table;
+};
 std::string box_filter_via_integral(const ConstImageView& src, const ImageView& dst, const Kernel& kernel,
-                                    const Border& border, Backend backend, const Options& options);
+                                    const Border& border, Backend backend, const Options& options,
+                                    BoxScratch* scratch = nullptr);
 
 /// Device side of the above (integral_cuda.cu): src and dst in device memory,
 /// queued on `stream`.

@@ -64,7 +64,7 @@ inline double round_even(double x) {
 
 template <typename T>
 void box_cpu(const ConstImageView& src_v, const ImageView& dst_v, const Kernel& k, const Border& border,
-             int threads) {
+             int threads, BoxScratch& scratch) {
   // u8: a u32 table suffices (a box sum is below 31 * 31 * 255, and u32
   // rectangle sums are exact modulo 2^32); f32: f64.
   using Tab = std::conditional_t<std::is_same_v<T, std::uint8_t>, std::uint32_t, double>;
@@ -77,10 +77,11 @@ void box_cpu(const ConstImageView& src_v, const ImageView& dst_v, const Kernel& 
   threads = static_cast<long long>(W) * H * C >= (1 << 16) ? threads : 1;
 
   // The image the table is built over: src itself (constant) or src extended.
-  Image ext;
+  Image& ext = scratch.extended;
   ConstImageView base = src_v;
   if (!constant) {
-    ext = Image(W + 2 * rx, H + 2 * ry, C, src_v.type);
+    if (ext.width() != W + 2 * rx || ext.height() != H + 2 * ry || ext.channels() != C || ext.type() != src_v.type)
+      ext = Image(W + 2 * rx, H + 2 * ry, C, src_v.type);
     const auto s = view2d<T>(src_v);
     const auto e = view2d<T>(ext.view());
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -99,7 +100,8 @@ void box_cpu(const ConstImageView& src_v, const ImageView& dst_v, const Kernel& 
     }
     base = ext.cview();
   }
-  IntegralTable table(base.width, base.height, C, tt);
+  IntegralTable& table = scratch.table;
+  if (!table.fits(base.width, base.height, C, tt, Memory::host)) table = IntegralTable(base.width, base.height, C, tt);
   integral_cpu(base, IntegralViews{table.view(), {}, {}}, threads);
   const TableRef<const Tab> t = table.ref<const Tab>();
   const auto dst = view2d<T>(dst_v);
@@ -155,7 +157,8 @@ void box_cpu(const ConstImageView& src_v, const ImageView& dst_v, const Kernel& 
 }  // namespace
 
 std::string box_filter_via_integral(const ConstImageView& src, const ImageView& dst, const Kernel& kernel,
-                                    const Border& border, Backend backend, const Options& options) {
+                                    const Border& border, Backend backend, const Options& options,
+                                    BoxScratch* scratch) {
   PIXELKIT_EXPECTS(is_box_kernel(kernel), Status::internal, "box_filter_via_integral: not a box kernel");
   const std::string what = "box " + std::to_string(kernel.width) + "x" + std::to_string(kernel.height) +
                            " via summed-area table";
@@ -175,8 +178,10 @@ std::string box_filter_via_integral(const ConstImageView& src, const ImageView& 
   PIXELKIT_EXPECTS(is_host(src.memory) && is_host(dst.memory), Status::invalid_argument,
                    "box_filter_via_integral: the cpu backend needs host images");
   const int threads = resolve_threads(options.threads);
-  if (src.type == PixelType::u8) box_cpu<std::uint8_t>(src, dst, kernel, border, threads);
-  else box_cpu<float>(src, dst, kernel, border, threads);
+  BoxScratch local;
+  BoxScratch& s = scratch ? *scratch : local;
+  if (src.type == PixelType::u8) box_cpu<std::uint8_t>(src, dst, kernel, border, threads, s);
+  else box_cpu<float>(src, dst, kernel, border, threads, s);
   return "cpu " + what + " (u32/f64 table, " + std::to_string(threads) + " threads)";
 }
 
