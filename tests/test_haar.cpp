@@ -550,24 +550,9 @@ TEST(HaarErrors, BadArgumentsAreRejectedClearly) {
 
 // ---- the command line ---------------------------------------------------------------------
 
-class CliHaar : public ::testing::Test {
+class CliHaar : public CliFixture {
  protected:
-  void SetUp() override {
-    dir = scratch_dir(std::string("haar_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    input = dir + "/in.npy";
-    write_image(input, random_image(37, 23, 3, PixelType::u8, 5));
-  }
-  void TearDown() override { std::filesystem::remove_all(dir); }
-  void expect_failure(const std::string& args, int code, const std::string& fragment) {
-    SCOPED_TRACE(args);
-    const auto before = files_in(dir);
-    const CliResult r = run_cli(args);
-    EXPECT_EQ(r.code, code) << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
-    EXPECT_EQ(files_in(dir), before) << "a file appeared or vanished";
-  }
-  std::string dir, input;
+  CliHaar() : CliFixture("haar_") {}
 };
 
 TEST_F(CliHaar, ForwardInverseRoundTripIsExactOnEveryBackend) {

@@ -13,6 +13,7 @@
 
 #include "pixelkit/backend.hpp"
 #include "pixelkit/image.hpp"
+#include "pixelkit/io.hpp"
 
 namespace pixelkit::test {
 
@@ -174,5 +175,32 @@ inline std::vector<std::string> files_in(const std::string& dir) {
   std::sort(names.begin(), names.end());
   return names;
 }
+
+/// Base fixture for CLI tests: a fresh scratch folder holding a random RGB u8
+/// input.npy, and expect_failure(), which checks a failing command's exit code,
+/// its one-line message and that no file appeared or vanished.
+class CliFixture : public ::testing::Test {
+ protected:
+  explicit CliFixture(std::string prefix) : prefix_(std::move(prefix)) {}
+  void SetUp() override {
+    dir = scratch_dir(prefix_ + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    input = dir + "/in.npy";
+    write_npy(input, random_image(37, 23, 3, PixelType::u8, 5).cview());
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  void expect_failure(const std::string& args, int code, const std::string& fragment) {
+    SCOPED_TRACE(args);
+    const auto before = files_in(dir);
+    const CliResult r = run_cli(args);
+    EXPECT_EQ(r.code, code) << r.err;
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << "stderr: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line expected: " << r.err;
+    EXPECT_EQ(files_in(dir), before) << "a file appeared or vanished";
+  }
+  std::string dir, input;
+
+ private:
+  std::string prefix_;
+};
 
 }  // namespace pixelkit::test
