@@ -49,7 +49,7 @@ if [ "$only_bench" = 0 ]; then
       >"$LOGS/memcheck_$n.log" 2>&1 || { status=1; echo "memcheck FAILED for $n"; }
     grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/memcheck_$n.log" | tail -3
   done
-  for t in "$BUILD"/tests/test_filter "$BUILD"/tests/test_integral "$BUILD"/tests/test_haar; do
+  for t in "$BUILD"/tests/test_filter "$BUILD"/tests/test_integral "$BUILD"/tests/test_haar "$BUILD"/tests/test_match; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
     note "racecheck $n"

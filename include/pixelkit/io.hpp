@@ -77,6 +77,9 @@ struct NpzMember {
 void write_npz(const std::string& path, const std::vector<NpzMember>& members);
 /// Reads an .npz written by numpy.savez (stored, not deflated) or write_npz.
 std::vector<NpzMember> read_npz(const std::string& path);
+/// Parses .npz bytes (what read_npz does after reading the file); `what`
+/// names the source in errors.
+std::vector<NpzMember> parse_npz(const unsigned char* data, std::size_t size, const std::string& what);
 
 // ---- files ------------------------------------------------------------------
 

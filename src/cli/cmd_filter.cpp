@@ -15,6 +15,7 @@ struct FilterArgs {
 
 Action setup(CLI::App& sub) {
   static FilterArgs a;
+  a = FilterArgs{};
   sub.add_option("IN", a.input, "input image (PNG, JPEG, BMP, TIFF, PGM/PPM, WebP or .npy)")->required();
   sub.add_option("OUT", a.output, "output image; the format follows the extension")->required();
   sub.add_option("-k,--kernel", a.kernel,

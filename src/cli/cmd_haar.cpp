@@ -236,6 +236,7 @@ void run_forward(const HaarArgs& a, const Options& options, RunInfo& info) {
 
 Action setup(CLI::App& sub) {
   static HaarArgs a;
+  a = HaarArgs{};
   sub.add_option("PATHS", a.paths,
                  "IN (an image: PNG, JPEG, ..., or .npy); with --compress: IN OUT; with --inverse: OUT");
   a.levels_opt = sub.add_option("-l,--levels", a.levels, "levels, 1..max, or 'max' (the approximation is then 1 "

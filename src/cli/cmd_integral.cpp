@@ -74,6 +74,7 @@ void write_table(const std::string& path, const IntegralTableView& t) {
 
 Action setup(CLI::App& sub) {
   static IntegralArgs a;
+  a = IntegralArgs{};
   sub.add_option("IN", a.input, "input image (PNG, JPEG, BMP, TIFF, PGM/PPM, WebP or .npy), u8 or f32")->required();
   sub.add_option("--sum", a.sum, "output .npy: the sum table, (H+1) x (W+1) [x C]")->required();
   sub.add_option("--sqsum", a.sqsum, "output .npy: the squared-sum table");

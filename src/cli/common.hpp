@@ -17,6 +17,13 @@ using Action = std::function<void()>;
 /// Adds the subcommand's own options to `sub` and returns its action.
 using Setup = Action (*)(CLI::App& sub);
 
+/// Parses argv and runs the chosen subcommand; returns the exit code: 0, 2 for
+/// usage errors (Status::invalid_argument), 1 for other failures,
+/// kInternalError for an unexpected exception. main() is just this; each
+/// subcommand's setup resets its options, so run() can be called repeatedly.
+int run(int argc, char** argv);
+constexpr int kInternalError = 3;
+
 /// Registers a subcommand; called from a static initialiser in each cmd_*.cpp.
 bool register_command(const char* name, const char* description, Setup setup);
 

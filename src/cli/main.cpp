@@ -1,6 +1,7 @@
 // pixelkit command-line program. Each subcommand lives in its own cmd_*.cpp
 // and registers itself; this file parses, runs, and turns errors into one
-// line on stderr: exit 2 for usage errors, 1 for failures.
+// line on stderr: exit 2 for usage errors, 1 for failures, 3 for an
+// unexpected exception (a bug in pixelkit: please report it).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -44,9 +45,10 @@ bool register_command(const char* name, const char* description, Setup setup) {
 
 }  // namespace pixelkit::cli
 
-int main(int argc, char** argv) {
-  using namespace pixelkit;
-  using namespace pixelkit::cli;
+namespace pixelkit::cli {
+
+int run(int argc, char** argv) {
+  common() = CommonOptions{};  // run() may be called more than once in a process (the CLI fuzz target)
   CLI::App app{"pixelkit: fast image filtering, integral images, Haar wavelets and template matching"};
   app.set_version_flag("--version", std::string("pixelkit ") + PIXELKIT_VERSION);
   app.require_subcommand(1);
@@ -87,7 +89,13 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: internal error: %s\n", which.c_str(), e.what());
-    return 1;
+    return kInternalError;
   }
   return 0;
 }
+
+}  // namespace pixelkit::cli
+
+#ifndef PIXELKIT_CLI_NO_MAIN
+int main(int argc, char** argv) { return pixelkit::cli::run(argc, argv); }
+#endif

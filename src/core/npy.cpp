@@ -307,10 +307,11 @@ void write_npz(const std::string& path, const std::vector<NpzMember>& members) {
 
 std::vector<NpzMember> read_npz(const std::string& path) {
   const auto data = read_file(path);
-  const std::string what = "'" + path + "'";
+  return parse_npz(data.data(), data.size(), "'" + path + "'");
+}
+
+std::vector<NpzMember> parse_npz(const unsigned char* d, std::size_t n, const std::string& what) {
   const auto bad = [&](const std::string& why) { return Error(Status::io, what + ": not a valid .npz file (" + why + ")"); };
-  const std::size_t n = data.size();
-  const unsigned char* d = data.data();
   // Walk the local file headers in order; every member must be stored.
   std::vector<NpzMember> members;
   std::size_t pos = 0;

@@ -60,8 +60,8 @@ void band_column_sums(const View2D<const Tin>& src, int y0, int y1, typename int
 }
 
 // ---- one channel of u8: 16 pixels at a time ------------------------------------------
-// With the x86-64 baseline's 16-byte vectors (GCC vector extensions; the
-// shuffles are the unpack and shift patterns SSE2 has): 16 bytes are widened
+// With the x86-64 baseline's 16-byte vectors (GCC/Clang vector extensions and
+// __builtin_shufflevector; the shuffles are the unpack and shift patterns SSE2 has): 16 bytes are widened
 // to four u32x4, each is scanned in two shift-and-add steps, the running carry
 // is added and broadcast on, and the previous table row is added before the
 // store. The row prefix fits u32 for W <= 66051 (W * 255^2 < 2^32), and i32
@@ -73,8 +73,8 @@ typedef std::uint64_t u64x2 __attribute__((vector_size(16)));
 
 inline u32x4 scan4(u32x4 v) {
   const u32x4 z = {0, 0, 0, 0};
-  v += __builtin_shuffle(v, z, (u32x4){4, 0, 1, 2});
-  v += __builtin_shuffle(v, z, (u32x4){4, 5, 0, 1});
+  v += __builtin_shufflevector(v, z, 4, 0, 1, 2);
+  v += __builtin_shufflevector(v, z, 4, 5, 0, 1);
   return v;
 }
 
@@ -88,7 +88,7 @@ inline void add_store4(const T* __restrict prev, T* __restrict out, u32x4 v) {
     std::memcpy(out, &v, 16);
   } else if constexpr (std::is_integral_v<T>) {  // i64, u64: values are nonnegative
     const u32x4 z = {0, 0, 0, 0};
-    u64x2 lo = (u64x2)__builtin_shuffle(v, z, (u32x4){0, 4, 1, 5}), hi = (u64x2)__builtin_shuffle(v, z, (u32x4){2, 6, 3, 7});
+    u64x2 lo = (u64x2)__builtin_shufflevector(v, z, 0, 4, 1, 5), hi = (u64x2)__builtin_shufflevector(v, z, 2, 6, 3, 7);
     u64x2 p0, p1;
     std::memcpy(&p0, prev, 16);
     std::memcpy(&p1, prev + 2, 16);
@@ -112,21 +112,21 @@ void row_u8_c1(const std::uint8_t* __restrict in, int W, const TS* __restrict ps
   for (; x + 16 <= W; x += 16) {
     u8x16 b;
     std::memcpy(&b, in + x, 16);
-    const u16x8 lo = (u16x8)__builtin_shuffle(b, z8, (u8x16){0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23});
-    const u16x8 hi = (u16x8)__builtin_shuffle(b, z8, (u8x16){8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31});
-    const u32x4 a[4] = {(u32x4)__builtin_shuffle(lo, z16, (u16x8){0, 8, 1, 9, 2, 10, 3, 11}),
-                        (u32x4)__builtin_shuffle(lo, z16, (u16x8){4, 12, 5, 13, 6, 14, 7, 15}),
-                        (u32x4)__builtin_shuffle(hi, z16, (u16x8){0, 8, 1, 9, 2, 10, 3, 11}),
-                        (u32x4)__builtin_shuffle(hi, z16, (u16x8){4, 12, 5, 13, 6, 14, 7, 15})};
+    const u16x8 lo = (u16x8)__builtin_shufflevector(b, z8, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const u16x8 hi = (u16x8)__builtin_shufflevector(b, z8, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const u32x4 a[4] = {(u32x4)__builtin_shufflevector(lo, z16, 0, 8, 1, 9, 2, 10, 3, 11),
+                        (u32x4)__builtin_shufflevector(lo, z16, 4, 12, 5, 13, 6, 14, 7, 15),
+                        (u32x4)__builtin_shufflevector(hi, z16, 0, 8, 1, 9, 2, 10, 3, 11),
+                        (u32x4)__builtin_shufflevector(hi, z16, 4, 12, 5, 13, 6, 14, 7, 15)};
     for (int k = 0; k < 4; ++k) {
       if constexpr (S) {
         const u32x4 v = scan4(a[k]) + cs;
-        cs = __builtin_shuffle(v, (u32x4){3, 3, 3, 3});
+        cs = __builtin_shufflevector(v, v, 3, 3, 3, 3);
         add_store4(ps + x + 4 * k, os + x + 4 * k, v);
       }
       if constexpr (Q) {
         const u32x4 v = scan4(a[k] * a[k]) + cq;
-        cq = __builtin_shuffle(v, (u32x4){3, 3, 3, 3});
+        cq = __builtin_shufflevector(v, v, 3, 3, 3, 3);
         add_store4(pq + x + 4 * k, oq + x + 4 * k, v);
       }
     }
