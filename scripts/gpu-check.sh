@@ -37,7 +37,7 @@ if [ "$only_bench" = 0 ]; then
   grep -E 'tests passed|tests failed|Skipped|\*\*\*Failed|Not Run|Timeout' "$LOGS/ctest.log" | head -40
 
   # GPU tests under compute-sanitizer: every test binary, only its GPU cases.
-  gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*'
+  gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*:VideoPipelineTest.*'
   for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
