@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& a : args)
     if (a.size() > 256) return 0;
   std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  for (auto& a : args) argv.push_back(&a[0]);
   argv.push_back(nullptr);
   const int rc = pixelkit::cli::run(static_cast<int>(args.size()), argv.data());
   if (rc != 0 && rc != 1 && rc != 2) __builtin_trap();

@@ -5,9 +5,13 @@
 // where OpenCV is absent.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,219 @@
 
 namespace pixelkit::test {
 namespace {
+
+// ---- a small JSON reader: enough to check that --json is one valid document ----
+
+struct Json {
+  enum Kind { null, boolean, number, string, array, object } kind = null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> items;
+  std::vector<std::pair<std::string, Json>> members;
+  bool has(const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return true;
+    return false;
+  }
+  const Json& operator[](const std::string& key) const {
+    for (const auto& m : members)
+      if (m.first == key) return m.second;
+    throw std::runtime_error("JSON: no key '" + key + "'");
+  }
+};
+
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& text) : s_(text) {}
+  /// The whole text as one value (only whitespace around it); throws on any error.
+  Json document() {
+    Json v = value();
+    ws();
+    if (i_ != s_.size()) fail("text after the document");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error("JSON: " + why + " at offset " + std::to_string(i_));
+  }
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  bool eat(const char* word) {
+    const std::size_t n = std::strlen(word);
+    if (s_.compare(i_, n, word) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  std::string text() {
+    if (s_[i_] != '"') fail("string expected");
+    ++i_;
+    std::string r;
+    while (true) {
+      if (i_ >= s_.size()) fail("unterminated string");
+      const char c = s_[i_++];
+      if (c == '"') return r;
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+      if (c != '\\') {
+        r += c;
+        continue;
+      }
+      if (i_ >= s_.size()) fail("unterminated escape");
+      const char e = s_[i_++];
+      switch (e) {
+        case '"': r += '"'; break;
+        case '\\': r += '\\'; break;
+        case '/': r += '/'; break;
+        case 'b': r += '\b'; break;
+        case 'f': r += '\f'; break;
+        case 'n': r += '\n'; break;
+        case 'r': r += '\r'; break;
+        case 't': r += '\t'; break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) fail("short \\u escape");
+          const long code = std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16);
+          i_ += 4;
+          if (code >= 0x80) fail("non-ASCII \\u escape (not needed here)");
+          r += static_cast<char>(code);
+          break;
+        }
+        default: fail("bad escape");
+      }
+    }
+  }
+  Json value() {
+    ws();
+    if (i_ >= s_.size()) fail("value expected");
+    Json v;
+    const char c = s_[i_];
+    if (c == '{') {
+      v.kind = Json::object;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        ws();
+        std::string key = text();
+        ws();
+        if (i_ >= s_.size() || s_[i_] != ':') fail("':' expected");
+        ++i_;
+        if (v.has(key)) fail("duplicate key '" + key + "'");
+        v.members.emplace_back(key, value());
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+          return v;
+        }
+        fail("',' or '}' expected");
+      }
+    }
+    if (c == '[') {
+      v.kind = Json::array;
+      ++i_;
+      ws();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        v.items.push_back(value());
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        fail("',' or ']' expected");
+      }
+    }
+    if (c == '"') {
+      v.kind = Json::string;
+      v.str = text();
+      return v;
+    }
+    if (eat("true")) {
+      v.kind = Json::boolean;
+      v.b = true;
+      return v;
+    }
+    if (eat("false")) {
+      v.kind = Json::boolean;
+      return v;
+    }
+    if (eat("null")) return v;
+    // A number: -?digits[.digits][(e|E)[+-]digits], JSON's grammar.
+    const std::size_t start = i_;
+    if (s_[i_] == '-') ++i_;
+    const auto digits = [&] {
+      const std::size_t d0 = i_;
+      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+      if (i_ == d0) fail("digits expected");
+    };
+    digits();
+    if (i_ < s_.size() && s_[i_] == '.') {
+      ++i_;
+      digits();
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      ++i_;
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+      digits();
+    }
+    v.kind = Json::number;
+    v.num = std::strtod(s_.substr(start, i_ - start).c_str(), nullptr);
+    return v;
+  }
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+Json parse_json(const std::string& text) { return JsonReader(text).document(); }
+
+TEST(MatchCliJson, TheTestsReaderAcceptsJsonAndRejectsTheRest) {
+  const Json j = parse_json(" {\"a\": [1, -2.5e3, true, null, \"x\\\"y\\u0041\"], \"b\": {}} \n");
+  EXPECT_EQ(j["a"].items.size(), 5u);
+  EXPECT_EQ(j["a"].items[1].num, -2500);
+  EXPECT_EQ(j["a"].items[4].str, "x\"yA");
+  EXPECT_EQ(j["b"].kind, Json::object);
+  for (const char* bad : {"", "{", "{\"a\" 1}", "{\"a\": 1,}", "[1 2]", "{\"a\": nan}", "{} {}", "{\"a\": 1, \"a\": 2}",
+                          "{\"a\": .5}", "{\"a\": inf}"})
+    EXPECT_THROW(parse_json(bad), std::runtime_error) << bad;
+}
+
+/// The library's answer for the CLI's default run (ref: every backend agrees bit for bit).
+MatchResult library_result(const ConstImageView& image, const ConstImageView& templ, const MatchParams& p,
+                           const ConstImageView& mask = {}) {
+  Options o;
+  o.backend = Backend::ref;
+  return Matcher(templ, p, mask)(image, o);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string backend_list_note() { return cuda_available() ? "ref, cpu, auto, cuda" : "ref, cpu, auto"; }
+
+std::vector<std::string> cli_backends() {
+  std::vector<std::string> b = {"ref", "cpu", "auto"};
+  if (cuda_available()) b.push_back("cuda");
+  return b;
+}
 
 class MatchCli : public CliFixture {
  protected:
