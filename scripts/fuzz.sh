@@ -25,9 +25,10 @@ cmake --build "$BUILD" -j "${JOBS:-2}" --target $(printf 'fuzz_%s ' "${targets[@
 status=0
 printf '%-12s %8s %10s %8s %s\n' target seconds execs corpus result
 for t in "${targets[@]}"; do
-  corpus=fuzz/corpus/$t
-  fresh=$BUILD/new/$t
-  findings=$BUILD/findings/$t
+  # Absolute paths: the CLI target changes into its own scratch folder.
+  corpus=$PWD/fuzz/corpus/$t
+  fresh=$PWD/$BUILD/new/$t
+  findings=$PWD/$BUILD/findings/$t
   mkdir -p "$corpus" "$fresh" "$findings"
   log=$BUILD/$t.log
   # -close_fd_mask=3: the CLI target's own messages would drown the log.

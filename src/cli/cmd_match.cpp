@@ -73,7 +73,7 @@ void check_inputs(const MatchArgs& a, const ConstImageView& img, const ConstImag
                        " (both must be u8 or both f32)");
   PIXELKIT_EXPECTS(templ.width <= img.width && templ.height <= img.height, Status::invalid_argument,
                    T + " (" + std::to_string(templ.width) + "x" + std::to_string(templ.height) +
-                       ") is larger than the image (" + std::to_string(img.width) + "x" +
+                       ") is larger than the image '" + a.image + "' (" + std::to_string(img.width) + "x" +
                        std::to_string(img.height) + ")");
   if (!a.mask.empty()) {
     const std::string M = "--mask '" + a.mask + "'";
@@ -182,6 +182,13 @@ std::string number(double v, const char* fmt = "%.9g") {
   return buf;
 }
 
+// A number for a message: "nan" and "inf" spelled out.
+std::string plain(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 std::string json_image(const std::string& path, const ConstImageView& v) {
   return "{\"path\": " + json_string(path) + ", \"width\": " + std::to_string(v.width) +
          ", \"height\": " + std::to_string(v.height) + ", \"channels\": " + std::to_string(v.channels) +
@@ -269,7 +276,7 @@ Action setup(CLI::App& sub) {
     }
     if (a.min_fraction_opt->count() > 0) {
       PIXELKIT_EXPECTS(a.min_fraction >= 0 && a.min_fraction <= 1, Status::invalid_argument,
-                       "--min-fraction: " + number(a.min_fraction, "%g") + " is outside 0..1");
+                       "--min-fraction: " + plain(a.min_fraction) + " is outside 0..1");
       PIXELKIT_EXPECTS(p.color_check, Status::invalid_argument,
                        "--min-fraction: needs --hsv-range (the fraction is of pixels in that range)");
       p.min_fraction = a.min_fraction;

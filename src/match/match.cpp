@@ -318,10 +318,10 @@ Matcher::Matcher(const ConstImageView& templ, const MatchParams& params, const C
                          r.s_lo <= r.s_hi && r.s_hi <= 255 && r.v_lo >= 0 && r.v_lo <= r.v_hi && r.v_hi <= 255,
                      Status::invalid_argument, "match: HSV range " + to_string(r) + " is not valid");
   }
-  PIXELKIT_EXPECTS(params.min_fraction < 0 || (params.min_fraction <= 1 && params.color_check),
-                   Status::invalid_argument,
-                   params.min_fraction > 1 ? "match: the minimum fraction must lie in [0, 1]"
-                                           : "match: a minimum fraction needs the colour check (an HSV range)");
+  PIXELKIT_EXPECTS(params.min_fraction < 0 || params.min_fraction <= 1, Status::invalid_argument,
+                   "match: the minimum fraction must lie in [0, 1] (or be negative for no verdict)");
+  PIXELKIT_EXPECTS(params.min_fraction < 0 || params.color_check, Status::invalid_argument,
+                   "match: a minimum fraction needs the colour check (an HSV range)");
   state_->params = params;
   state_->prepared = detail::prepare_template(templ, masked ? mask : ConstImageView{}, params.method);
   if (masked) {
