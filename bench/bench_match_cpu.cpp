@@ -30,6 +30,16 @@
 // GMAC/s = window x template x channels multiply-adds per second (what direct
 // evaluation does; a measure of the work, whichever strategy runs).
 //
+// Stages (seed 001's per-stage table): match_stages/cpu_<strategy>/sqdiff/<C>ch/<case>
+// runs a Matcher (top 1, the colour check on for 3 channels) with profiling on, and
+// reports the median of each stage in ms as counters: corr (image conversion
+// and correlation, or the transforms and spectrum products for fft), sums
+// (the running window sums, which take the place of seed 001's integral
+// images), score (the SSD map from the sums), select (best match), color (HSV
+// count in the match rectangle). The cpu backend fuses the first three per
+// band of rows; each thread adds up its time per stage and the call's wall
+// time is split in those proportions (src/match/match_backends.hpp).
+//
 // The cores may be shared with other work: use repetitions and compare the
 // best and the median repetition, with OMP_WAIT_POLICY=passive on a busy
 // machine:
@@ -51,6 +61,7 @@
 #include <thread>
 #include <vector>
 
+#include "match/match_backends.hpp"  // detail::MatchCpuStages (stage profiling)
 #include "pixelkit/match.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -280,6 +291,58 @@ void bench_match(benchmark::State& state, Case c, int channels, bool masked, Mat
   state.SetLabel(label);
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void bench_stages(benchmark::State& state, Case c, int channels, MatchStrategy strategy) {
+  Data& d = data_for(c, channels, false);
+  pixelkit::MatchParams p;
+  p.method = MatchMethod::sqdiff;
+  p.strategy = strategy;
+  p.color_check = channels == 3;  // the colour check needs RGB
+  p.hsv = pixelkit::parse_hsv_range("100,60,20:135,255,255");
+  pixelkit::Matcher matcher(d.templ.cview(), p);
+  pixelkit::Options opt;
+  opt.backend = Backend::cpu;
+  pixelkit::RunInfo info;
+  opt.info = &info;
+  matcher.reserve(c.W, c.H, opt);
+  pixelkit::MatchResult r = matcher(d.image.cview(), d.scores.view(), opt);  // warm up and check
+  if (r.matches.empty() || r.matches[0].x != d.px || r.matches[0].y != d.py) {
+    state.SkipWithError("best match is not the pasted copy");
+    for (auto _ : state) {
+    }
+    return;
+  }
+  std::vector<double> corr, sums, score, select, color;
+  pixelkit::detail::set_match_cpu_profiling(true);
+  double total = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    matcher(d.image.cview(), d.scores.view(), opt);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(s);
+    total += s;
+    const pixelkit::detail::MatchCpuStages st = pixelkit::detail::match_cpu_last_stages();
+    corr.push_back(st.corr_ms);
+    sums.push_back(st.sums_ms);
+    score.push_back(st.score_ms);
+    select.push_back(st.select_ms);
+    color.push_back(st.color_ms);
+  }
+  pixelkit::detail::set_match_cpu_profiling(false);
+  state.counters["corr_ms"] = median(corr);
+  state.counters["sums_ms"] = median(sums);
+  state.counters["score_ms"] = median(score);
+  state.counters["select_ms"] = median(select);
+  state.counters["color_ms"] = median(color);
+  state.SetLabel(info.path);
+}
+
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -313,6 +376,20 @@ void register_all() {
         if (c.w == 32) reg(c, ch, false, m, ref);
         for (const RunnerMaker& rm : makers) reg(c, ch, false, m, rm);
       }
+  // Per stage, seed 001's method (sqdiff) with the colour check.
+  for (const Case& c : kCases)
+    for (int ch : {1, 3}) {
+      std::vector<std::pair<std::string, MatchStrategy>> strategies = {{"direct", MatchStrategy::direct}};
+#if defined(PIXELKIT_BENCH_HAVE_OPENCV)
+      strategies.emplace_back("fft", MatchStrategy::fft);
+#endif
+      for (const auto& st : strategies) {
+        const std::string name = "match_stages/cpu_" + st.first + "/sqdiff/" + std::to_string(ch) + "ch/" + c.name();
+        benchmark::RegisterBenchmark(name.c_str(), bench_stages, c, ch, st.second)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
   // Masked: the cost model's masked constants (sqdiff and ccoeff_normed need
   // the most correlations).
   for (const Case& c : {Case{1920, 1080, 32, 32}, Case{1920, 1080, 64, 64}, Case{1200, 1983, 150, 150}})

@@ -1,66 +1,83 @@
 #!/usr/bin/env bash
 # One call on a GPU machine: configure with cmake directly (no apt there),
-# build, run every test, run the GPU tests under compute-sanitizer (memcheck
-# for all, racecheck for the shared-memory kernels), then the benchmarks.
-# Prints the benchmark tables last. Logs go to $OUT (if set) or build/gpu-logs.
+# build, run every test, run the GPU cases of every test binary under
+# compute-sanitizer (memcheck, racecheck, initcheck, synccheck), then the
+# benchmarks. Prints the benchmark tables last. Logs go to $OUT (if set) or
+# build/gpu-logs.
 #
-#   scripts/gpu-check.sh [--no-bench] [--quick-bench] [--only-bench]
+#   scripts/gpu-check.sh [--steps LIST] [--no-bench] [--quick-bench] [--only-bench]
+#
+# LIST: comma-separated steps among build, ctest, memcheck, racecheck,
+# initcheck, synccheck, bench (default: all of them, in that order). A device
+# call is limited to 10 minutes: split the steps over calls on the same
+# machine, e.g. --steps build,ctest,memcheck then --steps
+# racecheck,initcheck,synccheck then --steps build,bench --quick-bench.
+# (build is quick when nothing changed; every step needs a build.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/gpu}
 LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
-bench=1 quick="" only_bench=0
-for a in "$@"; do
-  case "$a" in
-    --no-bench) bench=0 ;;
+steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps="$2"; shift ;;
+    --no-bench) steps="${steps/,bench/}" ;;
     --quick-bench) quick="--quick" ;;
-    --only-bench) only_bench=1 ;;
+    --only-bench) steps="build,bench" ;;
+    *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
+want() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 status=0
 note() { echo "== $* ==" | tee -a "$LOGS/summary.txt"; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 nvcc --version | tail -1
+if want build; then
 note "configure"
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$LOGS/configure.log" 2>&1 \
   || { tail -30 "$LOGS/configure.log"; exit 1; }
 grep 'pixelkit:' "$LOGS/configure.log"
 note "build"
 cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1 || { grep -E 'error|Error' "$LOGS/build.log" | head -40; exit 1; }
+fi
 
-if [ "$only_bench" = 0 ]; then
+if want ctest; then
   note "ctest (all tests)"
   (cd "$BUILD" && ctest -j "$JOBS" --output-on-failure --timeout 900) >"$LOGS/ctest.log" 2>&1 || status=1
   grep -E 'tests passed|tests failed|Skipped|\*\*\*Failed|Not Run|Timeout' "$LOGS/ctest.log" | head -40
+fi
 
-  # GPU tests under compute-sanitizer: every test binary, only its GPU cases.
-  gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*:VideoPipelineTest.*'
+# The GPU cases of every test binary under each compute-sanitizer tool.
+# Binaries without GPU cases would end before any CUDA call, which
+# compute-sanitizer reports as an error: skip them. racecheck is slow on the
+# large cases; it leaves out the *Large* and *Photos* cases (the same kernels
+# run on the smaller ones).
+gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*:VideoPipelineTest.*'
+for tool in memcheck racecheck initcheck synccheck; do
+  want "$tool" || continue
+  extra=() filter="$gpu_filter"
+  case "$tool" in
+    memcheck) extra=(--leak-check full) ;;
+    racecheck) filter="$gpu_filter:-*Large*:*Photos*" ;;
+    initcheck) extra=(--track-unused-memory no) ;;
+  esac
   for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
-    # Binaries without GPU cases would end before any CUDA call, which
-    # compute-sanitizer reports as an error: skip them.
-    "$t" --gtest_list_tests --gtest_filter="$gpu_filter" | grep -q '^  ' || continue
-    note "memcheck $n"
-    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 "$t" --gtest_filter="$gpu_filter" \
-      >"$LOGS/memcheck_$n.log" 2>&1 || { status=1; echo "memcheck FAILED for $n"; }
-    grep -E 'ERROR SUMMARY|PASSED|FAILED' "$LOGS/memcheck_$n.log" | tail -3
+    "$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | grep -q '^  ' || continue
+    note "$tool $n"
+    compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$t" --gtest_filter="$filter" \
+      >"$LOGS/${tool}_$n.log" 2>&1 || { status=1; echo "$tool FAILED for $n"; }
+    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/${tool}_$n.log" | tail -3
   done
-  for t in "$BUILD"/tests/test_filter "$BUILD"/tests/test_integral "$BUILD"/tests/test_haar "$BUILD"/tests/test_match; do
-    [ -x "$t" ] || continue
-    n=$(basename "$t")
-    note "racecheck $n"
-    compute-sanitizer --tool racecheck --error-exitcode 99 "$t" --gtest_filter="$gpu_filter:-*Large*:*Photos*" \
-      >"$LOGS/racecheck_$n.log" 2>&1 || { status=1; echo "racecheck FAILED for $n"; }
-    grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$LOGS/racecheck_$n.log" | tail -3
-  done
-fi
+done
 
-if [ "$bench" = 1 ]; then
-  for b in "$BUILD"/bench/bench_*_gpu; do
+if want bench; then
+  for b in "$BUILD"/bench/bench_*_gpu "$BUILD"/bench/bench_video; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
     note "benchmark $n"
@@ -76,7 +93,12 @@ if [ "$bench" = 1 ]; then
       timeout 150 python3 "$p" --quick >"$LOGS/$n.md" 2>"$LOGS/$n.err" || echo "peer $n did not finish (see $LOGS/$n.err)"
     done
   fi
-  for f in "$LOGS"/bench_*_gpu.md "$LOGS"/*_cupy.md; do
+  if python3 -c 'import cv2' 2>/dev/null; then
+    note "peer video_cv2"
+    timeout 200 python3 bench/peers/video_cv2.py $quick >"$LOGS/video_cv2.md" 2>"$LOGS/video_cv2.err" \
+      || echo "peer video_cv2 did not finish (see $LOGS/video_cv2.err)"
+  fi
+  for f in "$LOGS"/bench_*_gpu.md "$LOGS"/bench_video.md "$LOGS"/*_cupy.md "$LOGS"/video_cv2.md; do
     [ -f "$f" ] || continue
     echo; echo "### $(basename "$f" .md)"; cat "$f"
   done

@@ -2,6 +2,7 @@
 // argument checks, the choice of backend and strategy, the Matcher's kept
 // buffers, and what every backend shares after the score map (verdicts).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -405,9 +406,18 @@ MatchResult Matcher::operator()(const ConstImageView& image, const ImageView& sc
       if (!s.cpu) s.cpu = detail::make_cpu_matcher(s.prepared);
       path = s.cpu->run(image, map, strategy, threads);
     }
+    const bool profile = backend == Backend::cpu && detail::match_cpu_profiling();
+    const auto t0 = std::chrono::steady_clock::now();
     result.matches = detail::select_matches(map, lower, s.params.top_k, s.min_distance,
                                             backend == Backend::cpu ? threads : 1);
+    const auto t1 = std::chrono::steady_clock::now();
     if (s.params.color_check) detail::color_check(image, st.width, st.height, s.params.hsv, result.matches);
+    if (profile) {
+      detail::MatchCpuStages stages = detail::match_cpu_last_stages();
+      stages.select_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      stages.color_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      detail::set_match_cpu_last_stages(stages);
+    }
   } else {
 #if PIXELKIT_WITH_CUDA
     if (!s.cuda) s.cuda = detail::make_cuda_matcher(s.prepared);

@@ -63,6 +63,23 @@ bool cpu_match_fft_available() noexcept;
 double cpu_match_cost_ms(MatchStrategy strategy, int image_width, int image_height, const TemplateStats& t,
                          PixelType type, int threads);
 
+/// Per-stage times of the last host-backend call (cpu) while profiling is on,
+/// for bench_match_cpu. The cpu paths fuse the stages within each band of
+/// rows, so each thread adds up the time it spends in each stage and the
+/// call's wall time is split in those proportions: corr = image conversion,
+/// correlation (direct) or transforms and spectrum products (fft); sums = the
+/// running window sums; score = the score formula; select = best match / NMS;
+/// color = the HSV count. Profiling costs a clock read per row group; it is
+/// off unless a benchmark turns it on, and the record is one global (not for
+/// concurrent calls).
+struct MatchCpuStages {
+  double corr_ms = 0, sums_ms = 0, score_ms = 0, select_ms = 0, color_ms = 0;
+};
+void set_match_cpu_profiling(bool on) noexcept;
+bool match_cpu_profiling() noexcept;
+MatchCpuStages match_cpu_last_stages() noexcept;
+void set_match_cpu_last_stages(const MatchCpuStages& s) noexcept;
+
 // ---- cuda -----------------------------------------------------------------------
 
 /// What the device does after the score map.

@@ -66,6 +66,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstddef>
@@ -358,7 +360,27 @@ struct ThreadScratch {
 #if PIXELKIT_WITH_OPENCV
   cv::Mat band_in, band_out;         // fft: rows of N doubles
 #endif
+  double t_corr = 0, t_sums = 0, t_score = 0;  // profiling: ms in each stage
 };
+
+// Profiling (set_match_cpu_profiling): a stopwatch that adds each lap to one
+// stage's total; a no-op when off.
+struct StageClock {
+  using Clock = std::chrono::steady_clock;
+  bool on = false;
+  Clock::time_point t;
+  void start() {
+    if (on) t = Clock::now();
+  }
+  void lap(double& total_ms) {
+    if (!on) return;
+    const Clock::time_point n = Clock::now();
+    total_ms += std::chrono::duration<double, std::milli>(n - t).count();
+    t = n;
+  }
+};
+std::atomic<bool> g_profiling{false};
+MatchCpuStages g_last_stages;
 
 template <typename T>
 T* grow_as(std::vector<unsigned char>& v, std::size_t count) {
@@ -387,6 +409,7 @@ struct DirectJob {
   MatchMethod method = MatchMethod::sqdiff;
   const TemplateStats* stats = nullptr;
   bool masked = false, s1 = false, s2 = false;
+  bool profile = false;
   ImageView scores;
   void (*score)(MatchMethod, const TemplateStats&, int, const double*, const double*, const double*, std::ptrdiff_t,
                 float*) = nullptr;
@@ -752,6 +775,8 @@ inline void band_direct(const DirectJob& job, ThreadScratch& sc, int y0, int y1)
     sums.init(y0);
   }
 
+  StageClock clk{job.profile, {}};
+  clk.start();
   int next = y0;  // the next image row to convert into the ring
   for (int y = y0; y < y1; y += R) {
     const int rg = std::min(R, y1 - y);
@@ -761,6 +786,7 @@ inline void band_direct(const DirectJob& job, ThreadScratch& sc, int y0, int y1)
     for (int s = 0; s < plan.nspecs; ++s)
       for (int x0 = 0; x0 < outW; x0 += job.chunk)
         correlate_block<I>(job, s, ring, y, x0, spec_out + static_cast<std::ptrdiff_t>(s) * R * ostride, ostride);
+    clk.lap(sc.t_corr);
 
     for (int q = 0; q < rg; ++q) {
       const int yy = y + q;
@@ -788,7 +814,9 @@ inline void band_direct(const DirectJob& job, ThreadScratch& sc, int y0, int y1)
           }
         }
       }
+      clk.lap(sc.t_sums);
       job.score(job.method, *job.stats, outW, X, S1r, S2r, outW, job.scores.row<float>(yy));
+      clk.lap(sc.t_score);
     }
   }
 }
@@ -918,6 +946,29 @@ class CpuMatcherImpl final : public CpuMatcher {
 
   std::string run(const ConstImageView& image, const ImageView& scores, MatchStrategy strategy,
                   int threads) override {
+    profile_ = g_profiling.load(std::memory_order_relaxed);
+    if (!profile_) return run_path(image, scores, strategy, threads);
+    for (ThreadScratch& t : scratch_) t.t_corr = t.t_sums = t.t_score = 0;
+    fixed_corr_ms_ = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string path = run_path(image, scores, strategy, threads);
+    const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    double c = 0, su = 0, sc = 0;
+    for (const ThreadScratch& t : scratch_) {
+      c += t.t_corr;
+      su += t.t_sums;
+      sc += t.t_score;
+    }
+    MatchCpuStages st;
+    const double rest = std::max(0.0, wall - fixed_corr_ms_), total = c + su + sc;
+    st.corr_ms = fixed_corr_ms_ + (total > 0 ? rest * c / total : rest);
+    st.sums_ms = total > 0 ? rest * su / total : 0;
+    st.score_ms = total > 0 ? rest * sc / total : 0;
+    g_last_stages = st;
+    return path;
+  }
+
+  std::string run_path(const ConstImageView& image, const ImageView& scores, MatchStrategy strategy, int threads) {
     threads = resolve_threads(threads);
     if (strategy == MatchStrategy::fft) {
 #if PIXELKIT_WITH_OPENCV
@@ -1028,6 +1079,7 @@ class CpuMatcherImpl final : public CpuMatcher {
     const IsaGeom g = isa_geom(isa, u8_);
     DirectJob job = make_job(image, scores, g);
     job.score = score_fn(isa);
+    job.profile = profile_;
     // Bands of whole row groups, a few per thread (dynamic scheduling evens out
     // a shared machine); each band converts its h - 1 extra rows once.
     const int groups = (job.outH + g.R - 1) / g.R;
@@ -1194,6 +1246,9 @@ class CpuMatcherImpl final : public CpuMatcher {
     sj.s1 = s1;
     sj.s2 = s2;
     sj.score = score_fn(choose_isa());
+    sj.profile = profile_;
+    const auto t_start = std::chrono::steady_clock::now();
+    auto t_ab = t_start;
 
 #pragma omp parallel num_threads(nthreads)
     {
@@ -1243,6 +1298,9 @@ class CpuMatcherImpl final : public CpuMatcher {
           cv::dft(band, band, cv::DFT_ROWS | cv::DFT_INVERSE);
         }
       }
+      // (the for's barrier above: every thread is done with A and B)
+#pragma omp master
+      t_ab = std::chrono::steady_clock::now();
       // C. inverse rows of the output rows in contiguous chunks (the running
       // sums walk a chunk; a few chunks per thread, so that a thread the OS
       // preempts on a shared machine does not hold the others up), then the
@@ -1254,6 +1312,7 @@ class CpuMatcherImpl final : public CpuMatcher {
         if (ya < yb) rows_inverse_and_score(sc, image, scores, sj, ya, yb, running);
       }
     }
+    if (profile_) fixed_corr_ms_ = std::chrono::duration<double, std::milli>(t_ab - t_start).count();
     return std::string("fft cv::dft f64 ") + std::to_string(N) + "x" + std::to_string(f.M) + ", " +
            std::to_string(plan.nspecs) + (plan.nspecs == 1 ? " correlation" : " correlations") +
            (u8_ ? " rounded to integers, " : ", ") + std::to_string(nthreads) +
@@ -1288,6 +1347,8 @@ class CpuMatcherImpl final : public CpuMatcher {
         sf.init(ya);
       }
     }
+    StageClock clk{sj.profile, {}};
+    clk.start();
     for (int y0 = ya; y0 < yb; y0 += kFftRowBand) {
       const int nb = std::min(kFftRowBand, yb - y0);
       for (int s = 0; s < plan.nspecs; ++s) {
@@ -1323,6 +1384,7 @@ class CpuMatcherImpl final : public CpuMatcher {
           }
         }
       }
+      clk.lap(sc.t_corr);
       for (int b = 0; b < nb; ++b) {
         const int y = y0 + b;
         auto spec_row = [&](int s) { return spec_out + (static_cast<std::size_t>(s) * kFftRowBand + b) * outW; };
@@ -1350,7 +1412,9 @@ class CpuMatcherImpl final : public CpuMatcher {
             if (S2) std::memcpy(S2 + c * outW, spec_row(plan.s2a[c]), sizeof(double) * outW);
           }
         }
+        clk.lap(sc.t_sums);
         sj.score(method_, stats_, outW, spec_row(plan.sx), S1r, S2r, outW, scores.row<float>(y));
+        clk.lap(sc.t_score);
       }
     }
     (void)image;
@@ -1367,6 +1431,8 @@ class CpuMatcherImpl final : public CpuMatcher {
   Isa taps_isa_ = Isa::generic;
   bool taps_ready_ = false;
   std::vector<ThreadScratch> scratch_;
+  bool profile_ = false;        // this call records its stages
+  double fixed_corr_ms_ = 0;    // fft: phases A and B (all correlation)
 #if PIXELKIT_WITH_OPENCV
   FftState fft_;
 #endif
@@ -1379,6 +1445,11 @@ std::unique_ptr<CpuMatcher> make_cpu_matcher(const PreparedTemplate& t) {
 }
 
 bool cpu_match_fft_available() noexcept { return PIXELKIT_WITH_OPENCV != 0; }
+
+void set_match_cpu_profiling(bool on) noexcept { g_profiling.store(on); }
+bool match_cpu_profiling() noexcept { return g_profiling.load(std::memory_order_relaxed); }
+MatchCpuStages match_cpu_last_stages() noexcept { return g_last_stages; }
+void set_match_cpu_last_stages(const MatchCpuStages& s) noexcept { g_last_stages = s; }
 
 // The cost model (docs/notes-match-cpu.md): single-thread milliseconds from
 // work counts, with constants fitted to bench_match_cpu / calibration runs on
