@@ -273,6 +273,20 @@ struct Prefetch {
 
 // ---- dense: shared-memory tile, register-blocked --------------------------------------
 
+/// The tuning's blocks per SM, capped at what the architecture being compiled
+/// holds (threads per SM: 1024 on sm_75, 1536 on sm_86/87/89, 2048 on sm_80
+/// and sm_90), so that __launch_bounds__ stays in range on every target.
+__host__ __device__ constexpr int fit_blocks_per_sm(int blocks, int threads) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+  constexpr int max_threads = 1024;
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+  constexpr int max_threads = 1536;
+#else
+  constexpr int max_threads = 2048;
+#endif
+  return blocks * threads <= max_threads ? blocks : (max_threads / threads > 0 ? max_threads / threads : 1);
+}
+
 /// Dense correlation. A block computes a tile of 128 elements x (8*R) rows:
 /// the input rows it needs (8R + KH - 1, apron included) are converted to
 /// floats in shared memory once; thread (tx, ty) then computes elements
@@ -284,7 +298,9 @@ struct Prefetch {
 /// next tiles' loads in flight in registers - and it was slower: see
 /// docs/notes-filter-cuda.md.)
 template <typename T, int C, int KW, int KH, int R>
-__global__ void __launch_bounds__(filter_tuning::Dense::kThreads, filter_tuning::Dense::min_blocks_per_sm(KW))
+__global__ void __launch_bounds__(filter_tuning::Dense::kThreads,
+                                  fit_blocks_per_sm(filter_tuning::Dense::min_blocks_per_sm(KW),
+                                                    filter_tuning::Dense::kThreads))
     dense_tiled_kernel(const __grid_constant__ DenseParams<T> p) {
   using D = filter_tuning::Dense;
   constexpr bool kSpec = KW > 0;
@@ -406,7 +422,9 @@ __global__ void __launch_bounds__(filter_tuning::Dense::kThreads, filter_tuning:
 /// elements x 8 rows, each loaded float2 serving up to 8 outputs.
 /// N > 0: square N x N (the tap loops unrolled); N = 0: nx, ny at run time.
 template <typename T, int C, int N>
-__global__ void __launch_bounds__(filter_tuning::Separable::kThreads, filter_tuning::Separable::min_blocks_per_sm(N))
+__global__ void __launch_bounds__(filter_tuning::Separable::kThreads,
+                                  fit_blocks_per_sm(filter_tuning::Separable::min_blocks_per_sm(N),
+                                                    filter_tuning::Separable::kThreads))
     separable_fused_kernel(const __grid_constant__ SepParams<T> p) {
   using S = filter_tuning::Separable;
   constexpr bool kSpec = N > 0;
