@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -199,6 +200,10 @@ void run_forward(const HaarArgs& a, const Options& options, RunInfo& info) {
                          " levels " + to_string(norm) + " -> " + dims(co.cview()),
           t_run.ms());
 
+  // Every output or none: each is written to a temporary beside its
+  // destination, and all are renamed into place once all are written.
+  StagedOutputs outputs;
+  std::function<void()> print_stats = [] {};
   if (compress) {
     Timer t_keep;
     const HaarKeepStats ks = haar_keep_largest(co.view(), layout, keep);
@@ -208,30 +213,36 @@ void run_forward(const HaarArgs& a, const Options& options, RunInfo& info) {
     haar.inverse(co.cview(), rec.view(), options);
     verbose("inverse", std::string(to_string(info.backend)) + ": " + info.path, t_inv.ms());
     Timer t_write;
-    write_image(a.paths[1], rec.cview());
+    outputs.write(a.paths[1], [&](const std::string& tmp) { write_image(tmp, rec.cview()); });
     verbose("write", a.paths[1], t_write.ms());
-    const std::size_t pixels = static_cast<std::size_t>(src.width()) * src.height() * src.channels();
-    const std::size_t sent = ks.kept + ks.approx;
     const double p = psnr(src.cview(), rec.cview());
-    std::printf("kept %zu of %zu detail coefficients (%.2f%%) plus %zu approximation coefficients\n", ks.kept,
-                ks.details, ks.details ? 100.0 * static_cast<double>(ks.kept) / static_cast<double>(ks.details) : 100.0,
-                ks.approx);
-    std::printf("ratio %.2f:1 (%zu values for %zu samples)\n",
-                static_cast<double>(pixels) / static_cast<double>(std::max<std::size_t>(sent, 1)), sent, pixels);
-    if (std::isinf(p)) std::printf("PSNR inf dB (identical)\n");
-    else std::printf("PSNR %.2f dB\n", p);
+    print_stats = [&src, ks, p] {
+      const std::size_t pixels = static_cast<std::size_t>(src.width()) * src.height() * src.channels();
+      const std::size_t sent = ks.kept + ks.approx;
+      std::printf("kept %zu of %zu detail coefficients (%.2f%%) plus %zu approximation coefficients\n", ks.kept,
+                  ks.details, ks.details ? 100.0 * static_cast<double>(ks.kept) / static_cast<double>(ks.details) : 100.0,
+                  ks.approx);
+      std::printf("ratio %.2f:1 (%zu values for %zu samples)\n",
+                  static_cast<double>(pixels) / static_cast<double>(std::max<std::size_t>(sent, 1)), sent, pixels);
+      if (std::isinf(p)) std::printf("PSNR inf dB (identical)\n");
+      else std::printf("PSNR %.2f dB\n", p);
+    };
   }
   if (!a.coeffs.empty()) {
     Timer t;
-    write_haar_npz(a.coeffs, co.cview(), src.width(), src.height(), levels, norm, src.type());
+    outputs.write(a.coeffs, [&](const std::string& tmp) {
+      write_haar_npz(tmp, co.cview(), src.width(), src.height(), levels, norm, src.type());
+    });
     verbose("write", a.coeffs, t.ms());
   }
   if (!a.view.empty()) {
     Timer t;
     const Image v = make_view(co.cview(), layout);
-    write_image(a.view, v.cview());
+    outputs.write(a.view, [&](const std::string& tmp) { write_image(tmp, v.cview()); });
     verbose("write", a.view, t.ms());
   }
+  outputs.commit();
+  print_stats();
 }
 
 Action setup(CLI::App& sub) {

@@ -121,19 +121,17 @@ Action setup(CLI::App& sub) {
                             (r.tilted ? std::string(", tilted ") + to_string(r.sum_type) : ""),
             t_run.ms());
 
-    // Write every table or none: if a later write fails, remove the earlier ones.
+    // Write every table or none: each goes to a temporary beside its
+    // destination, and only once all are written are they renamed into place.
     Timer t_write;
     std::vector<std::string> written;
-    try {
-      for (auto [path, table] : {std::pair{&a.sum, &tables.sum}, {&a.sqsum, &tables.sqsum}, {&a.tilted, &tables.tilted}}) {
-        if (path->empty()) continue;
-        write_table(*path, table->view());
-        written.push_back(*path);
-      }
-    } catch (...) {
-      for (const auto& p : written) std::remove(p.c_str());
-      throw;
+    StagedOutputs outputs;
+    for (auto [path, table] : {std::pair{&a.sum, &tables.sum}, {&a.sqsum, &tables.sqsum}, {&a.tilted, &tables.tilted}}) {
+      if (path->empty()) continue;
+      outputs.write(*path, [&, table = table](const std::string& tmp) { write_table(tmp, table->view()); });
+      written.push_back(*path);
     }
+    outputs.commit();
     std::string names;
     for (const auto& p : written) names += (names.empty() ? "" : ", ") + p;
     verbose("write", names, t_write.ms());

@@ -327,24 +327,22 @@ Action setup(CLI::App& sub) {
                 (r.matches.size() == 1 ? "" : "es") + (p.color_check ? ", colour check " + to_string(p.hsv) : ""),
             t_run.ms());
 
-    // Write every output or none: if the second write fails, remove the first.
+    // Write every output or none: each goes to a temporary beside its
+    // destination, and only once both are written are they renamed into place.
     Timer t_write;
     std::string written;
+    StagedOutputs outputs;
     if (!a.scores.empty()) {
-      write_npy(a.scores, scores.cview());
+      outputs.write(a.scores, [&](const std::string& tmp) { write_npy(tmp, scores.cview()); });
       written = a.scores;
     }
     if (!a.out.empty()) {
-      try {
-        Image annotated = rgb_copy(img);
-        for (const Match& m : r.matches) draw_rectangle(annotated.view(), m.x, m.y, templ.width(), templ.height(), 2);
-        write_image(a.out, annotated.cview());
-      } catch (...) {
-        if (!written.empty()) std::remove(written.c_str());
-        throw;
-      }
+      Image annotated = rgb_copy(img);
+      for (const Match& m : r.matches) draw_rectangle(annotated.view(), m.x, m.y, templ.width(), templ.height(), 2);
+      outputs.write(a.out, [&](const std::string& tmp) { write_image(tmp, annotated.cview()); });
       written += (written.empty() ? "" : ", ") + a.out;
     }
+    outputs.commit();
     if (!written.empty()) verbose("write", written, t_write.ms());
 
     if (a.json) print_json(a, img, templ, p, matcher, r, info.backend, info.path);

@@ -306,8 +306,18 @@ void run_video(VideoArgs& a) {
       throw Error(e.status(), "'" + in + "': " + e.what());
     }
   });
+  // OUT and the report are written all or nothing: OUT goes to a temporary
+  // beside it (the sink's own atomic write lands there), the report likewise,
+  // and both are renamed into place once both are complete.
+  StagedOutputs outputs;
   std::unique_ptr<FrameSink> sink;
-  if (!out.empty()) sink = for_option("OUT", [&] { return open_frame_sink(out, out_fmt, a.codec); });
+  if (!out.empty())
+    sink = for_option("OUT", [&] {
+      const std::string tmp = outputs.stage(out);
+      std::unique_ptr<FrameSink> s;
+      outputs.naming_outputs([&] { s = open_frame_sink(tmp, out_fmt, a.codec); });
+      return s;
+    });
   verbose("prepare", op_text + (out.empty() ? std::string() : " -> " + out), t_prep.ms());
 
   // ---- the run ----
@@ -326,7 +336,7 @@ void run_video(VideoArgs& a) {
   {
     SigintGuard guard;
     try {
-      sum = pipeline.run(*source, sink.get(), ro);
+      outputs.naming_outputs([&] { sum = pipeline.run(*source, sink.get(), ro); });
     } catch (...) {
       bar.clear();
       throw;
@@ -344,9 +354,11 @@ void run_video(VideoArgs& a) {
     rep.match = params;
     rep.summary = sum;
     rep.frames = std::move(records);
-    write_video_report(a.report, rep);
+    outputs.write(a.report, [&](const std::string& tmp) { write_video_report(tmp, rep); });
     verbose("report", a.report + ", " + std::to_string(rep.frames.size()) + " rows", t.ms());
   }
+  if (!out.empty() && !sum.output_written) outputs.drop(out);
+  outputs.commit();
 
   const double n = static_cast<double>(sum.frames);
   verbose("decode", std::to_string(sum.frames) + " frames", sum.decode_ms);

@@ -1,6 +1,10 @@
 #include "cli/common.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -43,6 +47,54 @@ void check_output(const std::string& option, const std::string& path, const std:
                        "output '" + path + "' is the input '" + in + "'; refusing to overwrite an input");
     }
   });
+}
+
+StagedOutputs::~StagedOutputs() {
+  for (const auto& [tmp, path] : staged_) ::unlink(tmp.c_str());
+}
+
+std::string StagedOutputs::stage(const std::string& path) {
+  const fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string ext = target.extension().string();
+  // The name is shortened so that a writer's own temporary beside this one
+  // (".<this name>.tmp-XXXXXX") stays within the usual 255-byte limit.
+  const std::string name = target.filename().string().substr(0, 100);
+  const std::string t = (dir / ("." + name + ".tmp-XXXXXX" + ext)).string();
+  std::vector<char> buf(t.begin(), t.end());
+  buf.push_back('\0');
+  const int fd = ::mkstemps(buf.data(), static_cast<int>(ext.size()));
+  if (fd < 0) throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(errno));
+  ::close(fd);
+  staged_.emplace_back(buf.data(), path);
+  return staged_.back().first;
+}
+
+void StagedOutputs::drop(const std::string& path) {
+  for (auto it = staged_.begin(); it != staged_.end();)
+    if (it->second == path) {
+      ::unlink(it->first.c_str());
+      it = staged_.erase(it);
+    } else {
+      ++it;
+    }
+}
+
+void StagedOutputs::commit() {
+  while (!staged_.empty()) {
+    const auto [tmp, path] = staged_.front();
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(errno));
+    staged_.erase(staged_.begin());
+  }
+}
+
+std::string StagedOutputs::with_destinations(std::string text) const {
+  for (const auto& [tmp, path] : staged_)
+    for (std::size_t at = text.find(tmp); at != std::string::npos; at = text.find(tmp, at + path.size()))
+      text.replace(at, tmp.size(), path);
+  return text;
 }
 
 void verbose(const std::string& step, const std::string& detail, double ms) {

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -54,6 +56,49 @@ class Timer {
 
  private:
   std::chrono::steady_clock::time_point t0_;
+};
+
+/// Several outputs of one command, written all or nothing. stage(PATH)
+/// reserves a temporary file beside PATH, ".NAME.tmp-XXXXXX.EXT" (the
+/// extension kept, since writers choose the format by it), and the command
+/// writes that with the library's writers; commit() then renames every staged
+/// file onto its destination. Before commit() no destination has changed, and
+/// the destructor removes whatever was staged and not committed, so a failed
+/// write (or a failed computation between writes) leaves every existing
+/// output as it was.
+class StagedOutputs {
+ public:
+  StagedOutputs() = default;
+  ~StagedOutputs();
+  StagedOutputs(const StagedOutputs&) = delete;
+  StagedOutputs& operator=(const StagedOutputs&) = delete;
+
+  /// Reserves the temporary for `path` and returns its name.
+  std::string stage(const std::string& path);
+  /// Removes the temporary of `path` (an output that is not to be written).
+  void drop(const std::string& path);
+  /// Runs f(temporary of path) for a freshly staged `path`.
+  template <typename F>
+  void write(const std::string& path, F&& f) {
+    const std::string tmp = stage(path);
+    naming_outputs([&] { f(tmp); });
+  }
+  /// Runs `f`; a pixelkit::Error that names a temporary is rethrown naming its
+  /// destination instead.
+  template <typename F>
+  void naming_outputs(F&& f) const {
+    try {
+      f();
+    } catch (const Error& e) {
+      throw Error(e.status(), with_destinations(e.what()));
+    }
+  }
+  /// Renames every staged file onto its destination, in the order staged.
+  void commit();
+
+ private:
+  std::string with_destinations(std::string text) const;
+  std::vector<std::pair<std::string, std::string>> staged_;  // (temporary, destination)
 };
 
 /// Runs `f`; rethrows a pixelkit::Error with "OPTION: " in front of its message.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <utility>
 
 #include <cuda_runtime.h>
@@ -26,7 +27,11 @@ class DeviceBuffer {
   void reserve(std::size_t bytes) {
     if (bytes <= size_) return;
     if (ptr_) { cudaFree(ptr_); ptr_ = nullptr; size_ = 0; }
-    PIXELKIT_CUDA_TRY(cudaMalloc(&ptr_, bytes));
+    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    if (e != cudaSuccess) {
+      ptr_ = nullptr;
+      throw_cuda(e, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str(), __FILE__, __LINE__);
+    }
     size_ = bytes;
   }
   void* get() const noexcept { return ptr_; }
@@ -51,7 +56,11 @@ class PinnedBuffer {
   void reserve(std::size_t bytes) {
     if (bytes <= size_) return;
     if (ptr_) { cudaFreeHost(ptr_); ptr_ = nullptr; size_ = 0; }
-    PIXELKIT_CUDA_TRY(cudaMallocHost(&ptr_, bytes));
+    const cudaError_t e = cudaMallocHost(&ptr_, bytes);
+    if (e != cudaSuccess) {
+      ptr_ = nullptr;
+      throw_cuda(e, ("cudaMallocHost of " + std::to_string(bytes) + " bytes").c_str(), __FILE__, __LINE__);
+    }
     size_ = bytes;
   }
   void* get() const noexcept { return ptr_; }

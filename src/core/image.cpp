@@ -89,7 +89,9 @@ void check_shape(int width, int height, int channels, PixelType type, const char
   PIXELKIT_EXPECTS(static_cast<std::uint64_t>(height) <= (std::uint64_t{1} << 46) / (row_bytes + kHostAlign),
                    Status::invalid_argument,
                    name + " " + std::to_string(width) + "x" + std::to_string(height) + "x" +
-                       std::to_string(channels) + " " + to_string(type) + " is too large");
+                       std::to_string(channels) + " " + to_string(type) + " is too large (" +
+                       std::to_string(row_bytes * static_cast<std::uint64_t>(height)) +
+                       " bytes; at most 2^46 are supported)");
 }
 
 ImageView make_view(void* data, int width, int height, int channels, PixelType type, Memory memory,

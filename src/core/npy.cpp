@@ -235,7 +235,10 @@ Image image_from_npy(const NpyArray& a, const std::string& what, Memory memory) 
   PIXELKIT_EXPECTS(c == 1 || c == 3 || c == 4, Status::invalid_argument,
                    what + ": " + std::to_string(c) + " channels (1, 3 or 4 supported)");
   PIXELKIT_EXPECTS(a.shape[0] > 0 && a.shape[1] > 0 && a.shape[0] <= (1u << 30) && a.shape[1] <= (1u << 30),
-                   Status::invalid_argument, what + ": empty or oversized image array");
+                   Status::invalid_argument,
+                   what + ": an array of " + std::to_string(a.shape[0]) + " rows and " + std::to_string(a.shape[1]) +
+                       " columns is " + (a.shape[0] > 0 && a.shape[1] > 0 ? "too large" : "empty") +
+                       " (1 to 2^30 per side)");
   const PixelType t = a.type == NpyType::u8 ? PixelType::u8 : PixelType::f32;
   Image img(static_cast<int>(a.shape[1]), static_cast<int>(a.shape[0]), static_cast<int>(c), t, memory);
   const std::size_t row = img.view().row_bytes();

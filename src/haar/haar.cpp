@@ -2,8 +2,10 @@
 // it, say what ran), its layout, thresholding and coefficient files.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,7 +33,7 @@ int haar_max_levels(int width, int height) {
                    "haar: image " + std::to_string(width) + "x" + std::to_string(height) + " is empty");
   int n = std::min(width, height), levels = 0;
   while (n > 1) {
-    n = (n + 1) / 2;
+    n = n / 2 + n % 2;  // ceil(n / 2) without the overflow of n + 1 at INT_MAX
     ++levels;
   }
   return std::max(levels, 1);
@@ -61,9 +63,19 @@ HaarLayout haar_layout(int width, int height, int levels) {
   l.band.resize(static_cast<std::size_t>(levels) + 1);
   l.band[0] = {width, height, 0, 0};
   for (int k = 1; k <= levels; ++k)
-    l.band[k] = {(l.band[k - 1].width + 1) / 2, (l.band[k - 1].height + 1) / 2, 0, 0};
+    l.band[k] = {l.band[k - 1].width / 2 + l.band[k - 1].width % 2, l.band[k - 1].height / 2 + l.band[k - 1].height % 2,
+                 0, 0};
   // coeffs_to_array: the approximation's shape, grown by each level's detail
   // shape, coarsest first; a level's bands start where the coarser part ends.
+  // Odd sides make the array larger than the image: check its sides in 64
+  // bits before summing them in int.
+  std::int64_t cw = l.band[levels].width, ch = l.band[levels].height;
+  for (int k = levels; k >= 1; --k) cw += l.band[k].width, ch += l.band[k].height;
+  PIXELKIT_EXPECTS(cw <= std::numeric_limits<int>::max() && ch <= std::numeric_limits<int>::max(),
+                   Status::invalid_argument,
+                   "haar: the coefficient array of a " + std::to_string(width) + "x" + std::to_string(height) +
+                       " image at " + std::to_string(levels) + " levels would be " + std::to_string(cw) + "x" +
+                       std::to_string(ch) + ", too large");
   int x = l.band[levels].width, y = l.band[levels].height;
   for (int k = levels; k >= 1; --k) {
     l.band[k].x0 = x;

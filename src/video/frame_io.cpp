@@ -4,7 +4,9 @@
 // in the destination's folder and renames it into place in finish(), so a
 // failed run leaves no partial output and never damages an existing file.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,6 +139,24 @@ std::vector<std::size_t> npy_header_shape(const std::vector<unsigned char>& b, s
   return shape;
 }
 
+/// Rewrites the first dimension of the .npy header in b[0, body) to n in place
+/// (its digits replaced, the rest with spaces). False when n has more digits.
+bool set_first_dimension(std::vector<unsigned char>& b, std::size_t body, std::size_t n) {
+  const std::string h(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(body));
+  std::size_t i = h.find("'shape'");
+  if (i == std::string::npos) return false;
+  i = h.find('(', i);
+  if (i == std::string::npos) return false;
+  std::size_t j = i + 1;
+  while (j < h.size() && h[j] == ' ') ++j;
+  std::size_t e = j;
+  while (e < h.size() && h[e] >= '0' && h[e] <= '9') ++e;
+  const std::string digits = std::to_string(n);
+  if (e == j || digits.size() > e - j) return false;
+  for (std::size_t k = j; k < e; ++k) b[k] = static_cast<unsigned char>(k - j < digits.size() ? digits[k - j] : ' ');
+  return true;
+}
+
 }  // namespace
 
 std::string describe(const VideoFormat& f) {
@@ -203,10 +223,11 @@ NpyFrameSource::NpyFrameSource(const std::string& path, double fps) : path_(path
     a = parse_npy(file.data(), file.size(), what);
   } catch (const Error&) {
     // A stack cut short (a copy interrupted, a disk that filled up): the
-    // header is whole and so are the first frames. Pad the data to its
-    // announced size so that the npy parser validates the header, then serve
-    // the complete frames and report the truncation when the first missing
-    // one is reached, as a video decoder would.
+    // header is whole and so are the first frames. Parse a copy whose header
+    // announces only the complete frames present, so that the npy parser
+    // validates the header and nothing beyond the file's own size is
+    // allocated; then serve those frames and report the truncation when the
+    // first missing one is reached, as a video decoder would.
     std::size_t body = 0;
     const std::vector<std::size_t> shape = npy_header_shape(file, body);
     if (shape.size() < 3 || shape.size() > 4 || body > file.size()) throw;
@@ -217,16 +238,19 @@ NpyFrameSource::NpyFrameSource(const std::string& path, double fps) : path_(path
     }
     if (total <= file.size() - body || shape[0] == 0) throw;
     const std::size_t frame_bytes = total / shape[0];
-    std::vector<unsigned char> padded(body + total, 0);
-    std::memcpy(padded.data(), file.data(), file.size());
+    const std::size_t complete = frame_bytes == 0 ? 0 : (file.size() - body) / frame_bytes;
+    std::vector<unsigned char> head(file.begin(),
+                                    file.begin() + static_cast<std::ptrdiff_t>(body + complete * frame_bytes));
+    if (!set_first_dimension(head, body, complete)) throw;
     const std::exception_ptr original = std::current_exception();
     try {
-      a = parse_npy(padded.data(), padded.size(), what);
+      a = parse_npy(head.data(), head.size(), what);
     } catch (const Error&) {
       std::rethrow_exception(original);
     }
-    if (a.type != NpyType::u8) throw;
-    present = static_cast<std::int64_t>((file.size() - body) / frame_bytes);
+    if (a.type != NpyType::u8 || a.shape.empty()) throw;
+    a.shape[0] = shape[0];
+    present = static_cast<std::int64_t>(complete);
   }
   PIXELKIT_EXPECTS(a.type == NpyType::u8, Status::io,
                    what + ": a frame stack is u8, not " + std::string(to_string(a.type)));
@@ -545,6 +569,17 @@ class CvFrameSink : public FrameSink {
     if (ec || size == 0) {
       abort();
       throw Error(Status::io, "cannot write '" + path_ + "': the encoder produced no data");
+    }
+    // cv::VideoWriter drops FFmpeg's write errors: a file that stopped at the
+    // process's file size limit or on a full disk is truncated, not complete.
+    struct rlimit limit {};
+    struct statvfs disk {};
+    const bool at_limit = ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+                          static_cast<std::uintmax_t>(size) >= static_cast<std::uintmax_t>(limit.rlim_cur);
+    const bool full = ::statvfs(tmp_.c_str(), &disk) == 0 && (disk.f_bfree == 0 || (disk.f_bavail == 0 && ::geteuid() != 0));
+    if (at_limit || full) {
+      abort();
+      throw Error(Status::io, "cannot write '" + path_ + "': " + std::strerror(at_limit ? EFBIG : ENOSPC));
     }
     const std::string tmp = std::move(tmp_);
     tmp_.clear();
