@@ -68,10 +68,10 @@ for tool in memcheck racecheck initcheck synccheck; do
   for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
-    # test_limits provokes cudaErrorMemoryAllocation on purpose (and checks
+    # test_limits and test_cuda_errors provoke CUDA errors on purpose (and check
     # the resulting pixelkit::Error): not API errors to report.
     api=()
-    [ "$n" = test_limits ] && api=(--report-api-errors no)
+    case "$n" in test_limits | test_cuda_errors) api=(--report-api-errors no) ;; esac
     "$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | grep -q '^  ' || continue
     note "$tool $n"
     compute-sanitizer --tool "$tool" "${extra[@]}" "${api[@]}" --error-exitcode 99 "$t" --gtest_filter="$filter" \

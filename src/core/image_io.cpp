@@ -32,6 +32,7 @@ const std::vector<std::string>& codec_extensions() {
   return exts;
 }
 
+#if PIXELKIT_WITH_OPENCV
 // libpng reports corrupt data by printing to stderr before OpenCV returns an
 // empty image. Walking the chunk list first (lengths, CRCs, IEND) turns the
 // common corruptions (truncation, damaged bytes) into a clean error instead.
@@ -62,6 +63,7 @@ bool png_structure_ok(const std::vector<unsigned char>& b, std::string& why) {
     pos = q + 4;
   }
 }
+#endif  // PIXELKIT_WITH_OPENCV
 
 }  // namespace
 
