@@ -19,6 +19,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
+#include "test_opencv.hpp"
 
 namespace pixelkit::test {
 namespace {
@@ -336,17 +337,6 @@ TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
 // ---- ref against OpenCV's filter2D --------------------------------------------
 
 #if PIXELKIT_TEST_HAVE_OPENCV
-int cv_border(BorderMode m) {
-  switch (m) {
-    case BorderMode::constant: return cv::BORDER_CONSTANT;
-    case BorderMode::replicate: return cv::BORDER_REPLICATE;
-    case BorderMode::reflect: return cv::BORDER_REFLECT;
-    case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
-    case BorderMode::wrap: return cv::BORDER_WRAP;
-  }
-  return cv::BORDER_DEFAULT;
-}
-
 // cv::filter2D takes no border value and refuses BORDER_WRAP, so the image is
 // padded with copyMakeBorder (which supports both) and filtered isolated.
 Image opencv_filter(const ConstImageView& src, const Kernel& k, const Border& b) {

@@ -40,6 +40,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 #endif
+#include "test_opencv.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define PK_LIMITS_SANITIZED 1
@@ -661,17 +662,6 @@ TEST(LimitsFilter, KernelsLargerThanTheImageFollowTheBorderRule) {
 }
 
 #if PIXELKIT_TEST_HAVE_OPENCV
-int cv_border(BorderMode m) {
-  switch (m) {
-    case BorderMode::constant: return cv::BORDER_CONSTANT;
-    case BorderMode::replicate: return cv::BORDER_REPLICATE;
-    case BorderMode::reflect: return cv::BORDER_REFLECT;
-    case BorderMode::reflect101: return cv::BORDER_REFLECT_101;
-    case BorderMode::wrap: return cv::BORDER_WRAP;
-  }
-  return cv::BORDER_DEFAULT;
-}
-
 // cv::filter2D directly where it takes the border (constant 0, replicate,
 // reflect, reflect101); copyMakeBorder, then an isolated filter2D, for wrap and
 // constant:V, which filter2D does not take.
