@@ -4,11 +4,13 @@
 #               then build and run every test again under AddressSanitizer +
 #               UndefinedBehaviorSanitizer (preset asan, CPU only)
 # Also: make test-asan (the sanitizer pass alone), make test-tsan (the threads
-# test under ThreadSanitizer, scripts/sanitize.sh thread).
+# test under ThreadSanitizer, scripts/sanitize.sh thread), make bench (the host
+# benchmarks), make studies [STUDIES="s002 s003_sizes"] (the seeds' studies on
+# this machine: bench/studies/run.sh, CSV + plots under build/studies).
 PRESET ?= release
 JOBS   ?= $(shell nproc)
 
-.PHONY: demo test test-asan test-tsan deps configure build bench clean
+.PHONY: demo test test-asan test-tsan deps configure build bench studies clean
 
 demo: build
 	./scripts/demo.sh build/$(PRESET)/pixelkit
@@ -36,6 +38,11 @@ build: configure
 
 bench: build
 	./scripts/bench-cpu.sh build/$(PRESET)
+
+STUDIES ?= all
+studies: build
+	./scripts/install-deps.sh --studies
+	./bench/studies/run.sh --build build/$(PRESET) $(STUDIES)
 
 clean:
 	rm -rf build out

@@ -6,9 +6,12 @@
 # build/gpu-logs.
 #
 #   scripts/gpu-check.sh [--steps LIST] [--no-bench] [--quick-bench] [--only-bench]
+#                        [--studies "STUDY ..."]   (with the studies step)
 #
 # LIST: comma-separated steps among build, ctest, memcheck, racecheck,
-# initcheck, synccheck, bench (default: all of them, in that order). A device
+# initcheck, synccheck, bench, studies (default: all but studies, in that
+# order; studies = bench/studies/run.sh, the seeds' studies with their peers,
+# CSV under $LOGS/studies). A device
 # call is limited to 10 minutes: split the steps over calls on the same
 # machine, e.g. --steps build,ctest,memcheck then --steps
 # racecheck,initcheck,synccheck then --steps build,bench --quick-bench.
@@ -19,13 +22,14 @@ BUILD=${BUILD:-build/gpu}
 LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
-steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick=""
+steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift ;;
     --no-bench) steps="${steps/,bench/}" ;;
     --quick-bench) quick="--quick" ;;
     --only-bench) steps="build,bench" ;;
+    --studies) studies_args="$2"; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -106,6 +110,11 @@ if want bench; then
     [ -f "$f" ] || continue
     echo; echo "### $(basename "$f" .md)"; cat "$f"
   done
+fi
+if want studies; then
+  note "studies ($studies_args)"
+  # shellcheck disable=SC2086 # a list of study ids
+  bench/studies/run.sh --build "$BUILD" --out "$LOGS/studies" --label gpu $quick $studies_args || status=1
 fi
 echo
 if [ "$status" = 0 ]; then echo "gpu-check: ALL OK"; else echo "gpu-check: FAILURES (see logs in $LOGS)"; fi

@@ -3,6 +3,10 @@
 # Idempotent and quick when everything is there. Needs root (or sudo) only
 # when something is missing. The CUDA toolkit is not a Debian package: when
 # /usr/local/cuda/bin/nvcc exists the CUDA backend is built, otherwise not.
+#
+#   scripts/install-deps.sh            what `make demo` and `make test` need
+#   scripts/install-deps.sh --studies  that, plus matplotlib for the study
+#                                      plots (bench/studies/report.py)
 set -euo pipefail
 
 packages=(
@@ -13,6 +17,11 @@ packages=(
   libopencv-dev         # image/video I/O and the OpenCV comparisons (optional at configure time)
   python3 python3-numpy python3-pywt  # PyWavelets cross-checks, .npy round trips
 )
+case "${1:-}" in
+  --studies) packages+=(python3-matplotlib) ;;  # bench/studies/report.py's PNG plots
+  "") ;;
+  *) echo "install-deps: unknown argument '$1' (expected --studies or nothing)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,24 @@
+# study_cpu: the CPU side of the seeds' studies (issue 7) as one program,
+# writing bench/studies/SCHEMA.md's CSV: s002_resolution, s002_kernel,
+# s002_layout, s004_edge, s003_sizes, s000_table, s001_stages (see the header
+# of study_cpu.cpp). Plain main (no Google Benchmark), so it builds wherever
+# the library does; OpenCV's CPU functions are added as peer series when
+# OpenCV (core, imgproc) is found (compile definition PIXELKIT_STUDY_HAVE_OPENCV).
+# Included from bench/CMakeLists.txt, so CMAKE_CURRENT_SOURCE_DIR is bench/.
+add_executable(study_cpu ${CMAKE_CURRENT_SOURCE_DIR}/studies/study_cpu.cpp)
+target_link_libraries(study_cpu PRIVATE pixelkit::pixelkit Threads::Threads)
+# detail:: stage profiling of the cpu matcher (match/match_backends.hpp), as bench_match_cpu.
+target_include_directories(study_cpu PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(study_cpu PRIVATE -Wall -Wextra)
+set(PIXELKIT_STUDY_CPU_OPENCV OFF)
+if(PIXELKIT_ENABLE_OPENCV)
+  find_package(OpenCV QUIET COMPONENTS core imgproc)
+  if(OpenCV_FOUND)
+    set(PIXELKIT_STUDY_CPU_OPENCV ON)
+  endif()
+endif()
+if(PIXELKIT_STUDY_CPU_OPENCV)
+  target_compile_definitions(study_cpu PRIVATE PIXELKIT_STUDY_HAVE_OPENCV)
+  target_link_libraries(study_cpu PRIVATE opencv_core opencv_imgproc)
+endif()
+message(STATUS "study_cpu: OpenCV comparison ${PIXELKIT_STUDY_CPU_OPENCV}")
