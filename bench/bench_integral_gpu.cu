@@ -2,8 +2,9 @@
 // against the memory floor, NPP, and seed 003's scan + transpose method; and
 // the box filter's crossover between its own path and the table.
 //
-//   bench_integral_gpu [--quick] [--reps N] [--csv FILE] [--no-ref] [--profile]
-//   (--profile: only 8192^2 sum and sum + sqsum, twice each, for ncu/nsys)
+//   bench_integral_gpu [--quick] [--reps N] [--csv FILE] [--no-ref] [--profile] [--no-box]
+//   (--profile: only 8192^2 sum and sum + sqsum, twice each, for ncu/nsys;
+//    --no-box: skip part 3)
 //
 // Prints markdown tables (stdout):
 //  1. The device and its measured copy bandwidth (a large device-to-device
@@ -13,7 +14,9 @@
 //     cuda on device-resident data (kernels only, CUDA events), cuda with
 //     upload + download from pinned memory, cpu (all cores), ref (small sizes),
 //     NPP (nppiIntegral_8u32s_C1R / nppiSqrIntegral_8u32s64f_C1R, 1 channel,
-//     when built with NPP), seed 003's scan + transpose (i64, 1 channel).
+//     when built with NPP), seed 003's scan + transpose (i64, 1 channel);
+//     from 3840 pixels wide, the cuda benchmark variants too (the previous
+//     4-launch path; other single-pass tile configurations for 1 channel).
 //     floor = (image bytes + table bytes) / copy bandwidth; "x floor" = time / floor.
 //  3. Box filter, u8 RGB: filter2d's own separable path against the table
 //     path for N = 3..31, on cuda (4K, device-resident) and cpu (1080p): the
@@ -204,18 +207,19 @@ struct Req {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  bool quick = false, with_ref = true, profile = false;
+  bool quick = false, with_ref = true, profile = false, no_box = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     else if (a == "--no-ref") with_ref = false;
     else if (a == "--profile") profile = true;
+    else if (a == "--no-box") no_box = true;
     else if (a == "--reps" && i + 1 < argc) g_reps = std::atoi(argv[++i]);
     else if (a == "--csv" && i + 1 < argc) {
       g_csv = std::fopen(argv[++i], "w");
       if (g_csv) std::fprintf(g_csv, "size,request,impl,ms,GBps,x_floor,note\n");
     } else {
-      std::fprintf(stderr, "usage: bench_integral_gpu [--quick] [--reps N] [--csv FILE] [--no-ref] [--profile]\n");
+      std::fprintf(stderr, "usage: bench_integral_gpu [--quick] [--reps N] [--csv FILE] [--no-ref] [--profile] [--no-box]\n");
       return 2;
     }
   }
@@ -300,9 +304,12 @@ int main(int argc, char** argv) try {
       cpu_op(host, ht, ocpu);
       const bool ok = same_table(dt.sum.view(), ht.sum.view()) && (!q.r.sqsum || same_table(dt.sqsum.view(), ht.sqsum.view()));
       report({sz.name, q.name, "pixelkit cuda (device)", t_cuda, bytes, floor_ms, ok ? "= cpu" : "MISMATCH vs cpu"});
-      // The tile-configuration sweep (u8 1-channel only), each checked too.
-      if (sz.c == 1 && sz.w >= 4096)
+      // The other paths (variant 1: the previous 4-launch reduce-then-scan, on
+      // any input; 2..: single-pass tile configurations, u8 1 channel only,
+      // except 4: any u8), each checked too.
+      if (sz.w >= 3840)
         for (int v = 1; v < detail::integral_cuda_variants(); ++v) {
+          if (sz.c != 1 && v != 1 && v != 4) continue;
           detail::set_integral_cuda_variant(v);
           op(dev, dt, oc);
           PIXELKIT_CUDA_TRY(cudaStreamSynchronize(s));
@@ -371,6 +378,11 @@ int main(int argc, char** argv) try {
   }
 
   // ---- the box filter's crossover -------------------------------------------------------
+  if (no_box) {
+    if (g_csv) std::fclose(g_csv);
+    cudaStreamDestroy(s);
+    return 0;
+  }
   std::printf("\n## box filter: the filter's separable path vs the summed-area table (u8 RGB)\n\n");
   std::printf("| backend | size | N | filter ms | table ms | faster |\n|---|---|---:|---:|---:|---|\n");
   auto box_like = [](int n) {

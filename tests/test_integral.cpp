@@ -20,10 +20,15 @@
 #include <vector>
 
 #include "integral/integral_backends.hpp"
+#include "pixelkit/config.hpp"
 #include "pixelkit/filter.hpp"
 #include "pixelkit/integral.hpp"
 #include "pixelkit/io.hpp"
 #include "test_support.hpp"
+
+#if PIXELKIT_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #if PIXELKIT_TEST_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -585,6 +590,146 @@ TEST(IntegralCuda, DeviceResidentImagesOnAStream) {
         EXPECT_TRUE(tables_agree(got.tilted.view(), want.tilted.view())) << "device " << label(src);
       }
 }
+
+// ---- the single pass's look-back (cuda) -------------------------------------------------------
+// Tiles are 64 rows (u8) or 32 rows (f32) by 256 pixels (1 channel) or 64
+// pixels (3, 4 channels); tiles wait on the tiles left of and above them.
+
+// Checks one request on one image, cuda against ref, with device-resident input.
+void check_cuda_vs_ref(const Image& src, const IntegralRequest& req, const std::string& what) {
+  const IntegralTables want = run(Backend::ref, src, req);
+  const Image dsrc = clone(src.cview(), Memory::device);
+  const IntegralTables got = run(Backend::cuda, dsrc, req);
+  const IntegralRequest r = resolve_request(req, src.type());
+  const std::string where = what + " " + label(src) + " sum " + (r.sum ? to_string(r.sum_type) : "-") + " sqsum " +
+                            (r.sqsum ? to_string(r.sqsum_type) : "-");
+  if (r.sum) EXPECT_TRUE(tables_agree(got.sum.view(), want.sum.view())) << "sum: " << where;
+  if (r.sqsum) EXPECT_TRUE(tables_agree(got.sqsum.view(), want.sqsum.view())) << "sqsum: " << where;
+}
+
+TEST(IntegralCudaLookBack, SizesAroundTileMultiplesInBothDirections) {
+  PIXELKIT_REQUIRE_GPU();
+  std::uint32_t seed = 3000;
+  for (int c : {1, 3, 4}) {
+    const int tw = c == 1 ? 256 : 64;
+    for (int w : {tw - 1, tw, tw + 1, 2 * tw - 1, 2 * tw, 2 * tw + 1, 5 * tw + 3})
+      for (int h : {31, 32, 33, 63, 64, 65, 127, 128, 129, 200}) {
+        const PixelType t = (w + h) % 2 ? PixelType::f32 : PixelType::u8;
+        const int kind = (w + h + c) % 3;  // both, sum only, sqsum only
+        check_cuda_vs_ref(random_image(w, h, c, t, ++seed), request(kind != 2, kind != 1, false), "edges");
+      }
+  }
+}
+
+TEST(IntegralCudaLookBack, LongChainsTallThinAndWideFlat) {
+  PIXELKIT_REQUIRE_GPU();
+  std::uint32_t seed = 3100;
+  // 1094 tiles down one column; 274 (1 channel) / 1094 (3, 4) tiles along one row.
+  for (Shape s : {Shape{3, 70000}, Shape{70000, 3}, Shape{1, 4097}, Shape{4097, 1}, Shape{257, 4100}, Shape{9000, 65}})
+    for (int c : {1, 3, 4})
+      for (PixelType t : {PixelType::u8, PixelType::f32}) {
+        const Image src = random_image(s.w, s.h, c, t, ++seed);
+        check_cuda_vs_ref(src, request(true, true, false), "chains");
+        if (c == 3) {
+          check_cuda_vs_ref(src, request(true, false, false), "chains");
+          check_cuda_vs_ref(src, request(false, true, false), "chains");
+        }
+      }
+  // Many tiles in both directions at once, every u8 output type.
+  const Image big = random_image(2049, 1999, 1, PixelType::u8, ++seed);
+  check_cuda_vs_ref(big, request(true, true, false, TableType::u32, TableType::f64), "grid");
+  check_cuda_vs_ref(big, request(true, true, false, TableType::f64, TableType::u64), "grid");
+  const Image big3 = random_image(1001, 777, 3, PixelType::f32, ++seed);
+  check_cuda_vs_ref(big3, request(true, true, false, TableType::f32, TableType::f32), "grid");
+}
+
+#if PIXELKIT_WITH_CUDA
+TEST(IntegralCudaLookBack, ManyCallsAcrossTheEpochWrap) {
+  PIXELKIT_REQUIRE_GPU();
+  // The flags carry a per-call epoch: start an operator three calls before it
+  // wraps, and alternate sizes so that stale flags of a larger grid stay in
+  // the buffer across the wrap.
+  detail::set_integral_cuda_first_epoch(detail::integral_cuda_epoch_limit() - 3);
+  Integral op(request(true, true, false));
+  detail::set_integral_cuda_first_epoch(0);
+  Options o;
+  o.backend = Backend::cuda;
+  std::uint32_t seed = 3200;
+  struct Case {
+    int w, h, c;
+    PixelType t;
+  };
+  const std::vector<Case> cases = {{1500, 700, 1, PixelType::u8}, {300, 130, 1, PixelType::u8}, {700, 300, 3, PixelType::f32},
+                                   {1500, 700, 1, PixelType::u8}, {64, 64, 4, PixelType::u8},   {1500, 700, 1, PixelType::u8}};
+  for (int round = 0; round < 3; ++round)
+    for (const Case& k : cases) {
+      const Image src = random_image(k.w, k.h, k.c, k.t, ++seed);
+      const Image dsrc = clone(src.cview(), Memory::device);
+      IntegralTables out;
+      op(dsrc, out, o);
+      synchronize(nullptr);
+      const IntegralTables want = run(Backend::ref, src, request(true, true, false));
+      EXPECT_TRUE(tables_agree(out.sum.view(), want.sum.view())) << "round " << round << " " << label(src);
+      EXPECT_TRUE(tables_agree(out.sqsum.view(), want.sqsum.view())) << "round " << round << " " << label(src);
+    }
+  // Many back-to-back calls on one stream without synchronising, then check
+  // the last one (and that every call before it left the state consistent).
+  const Image src = random_image(1031, 517, 1, PixelType::u8, ++seed);
+  const Image dsrc = clone(src.cview(), Memory::device);
+  IntegralTables out;
+  for (int i = 0; i < 200; ++i) op(dsrc, out, o);
+  synchronize(nullptr);
+  const IntegralTables want = run(Backend::ref, src, request(true, true, false));
+  EXPECT_TRUE(tables_agree(out.sum.view(), want.sum.view()));
+  EXPECT_TRUE(tables_agree(out.sqsum.view(), want.sqsum.view()));
+}
+
+TEST(IntegralCudaLookBack, OneOperatorOnTwoStreamsWithoutSynchronising) {
+  PIXELKIT_REQUIRE_GPU();
+  // The operator's scratch (ticket counter, flags, payloads) is shared by its
+  // calls: alternating two non-blocking streams must neither hang nor mix the
+  // calls up (the operator orders a call after the previous one on another
+  // stream). Different sizes per stream, so a mix-up would show.
+  cudaStream_t st[2] = {nullptr, nullptr};
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st[0], cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&st[1], cudaStreamNonBlocking), cudaSuccess);
+  Integral op(request(true, true, false));
+  const Image src[2] = {random_image(1501, 703, 1, PixelType::u8, 3400), random_image(777, 1203, 3, PixelType::u8, 3401)};
+  const Image dsrc[2] = {clone(src[0].cview(), Memory::device), clone(src[1].cview(), Memory::device)};
+  IntegralTables out[2][3];  // the last three calls of each stream, each with its own tables
+  for (int i = 0; i < 60; ++i) {
+    Options o;
+    o.backend = Backend::cuda;
+    o.stream = st[i % 2];
+    op(dsrc[i % 2], out[i % 2][(i / 2) % 3], o);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(st[0]), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(st[1]), cudaSuccess);
+  for (int k = 0; k < 2; ++k) {
+    const IntegralTables want = run(Backend::ref, src[k], request(true, true, false));
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_TRUE(tables_agree(out[k][j].sum.view(), want.sum.view())) << "stream " << k << " slot " << j;
+      EXPECT_TRUE(tables_agree(out[k][j].sqsum.view(), want.sqsum.view())) << "stream " << k << " slot " << j;
+    }
+  }
+  cudaStreamDestroy(st[0]);
+  cudaStreamDestroy(st[1]);
+}
+
+TEST(IntegralCudaLookBack, EveryBenchmarkVariantEqualsRef) {
+  PIXELKIT_REQUIRE_GPU();
+  std::uint32_t seed = 3300;
+  for (int v = 0; v < detail::integral_cuda_variants(); ++v) {
+    detail::set_integral_cuda_variant(v);
+    for (Shape s : {Shape{1000, 999}, Shape{257, 65}, Shape{4097, 3}})
+      for (int c : {1, 3})
+        for (PixelType t : {PixelType::u8, PixelType::f32})
+          check_cuda_vs_ref(random_image(s.w, s.h, c, t, ++seed), request(true, (s.w + c) % 2 == 0, false),
+                            detail::integral_cuda_variant_name(v));
+  }
+  detail::set_integral_cuda_variant(0);
+}
+#endif
 
 TEST(IntegralCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
   PIXELKIT_REQUIRE_GPU();

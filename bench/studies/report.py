@@ -96,8 +96,8 @@ def study_grid(rows):
         xs.setdefault(r["x"], r["x_value"])
     series = series_order({r["series"] for r in rows})
     cell = {}
-    for r in rows:
-        cell[(r["x"], r["series"])] = r
+    for r in rows:  # a point measured by two programs (seq by study_cpu and a GPU study): the first run's
+        cell.setdefault((r["x"], r["series"]), r)
     return list(xs), series, cell
 
 
@@ -140,12 +140,13 @@ def table_md(study, label, rows):
                     vals.append("")
             sp.append("| %s | %s |" % (x, " | ".join(vals)))
         text += "\nSpeed-up over `seq` (the seed's sequential version: pixelkit's ref backend or the seed's own sequential code, same machine):\n\n" + "\n".join(sp) + "\n"
-    notes = OrderedDict()
+    notes = OrderedDict()  # the first row's notes of each series, shortened
     for r in rows:
-        if r.get("notes"):
-            notes.setdefault((r["series"], r["notes"]), None)
+        if r.get("notes") and r["series"] not in notes:
+            n = r["notes"]
+            notes[r["series"]] = n if len(n) <= 150 else n[:147] + "..."
     if notes:
-        text += "\nNotes: " + "; ".join("`%s`: %s" % k for k in list(notes)[:12]) + ".\n"
+        text += "\nNotes (first row of each series): " + "; ".join("`%s`: %s" % kv for kv in notes.items()) + ".\n"
     devices = sorted({r["device"] for r in rows if r.get("device")})
     if devices:
         text += "\nDevices: " + ", ".join(devices) + ".\n"

@@ -58,6 +58,18 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then 
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 status=0 n=0
 
+# The studies each program measures (a program refuses ids that are not its own).
+declare -A OWNS=(
+  [study_cpu]="s002_resolution s002_kernel s002_layout s004_edge s003_sizes s000_table s001_stages"
+  [study_filter_gpu]="s002_resolution s002_kernel s002_memory s002_layout s002_transfer s004_edge"
+  [study_gpu]="s003_blocks s003_sizes s000_table s000_blocks s001_stages"
+)
+ids_for() {  # ids_for PROGRAM: the selected studies it measures, comma-separated (empty: none)
+  local s out=()
+  for s in ${OWNS[$1]}; do case ",$list," in *",$s,"*) out+=("$s") ;; esac; done
+  (IFS=,; echo "${out[*]}")
+}
+
 step() {  # step NAME CMD...: run CMD with --csv tmp/NAME.csv, log to OUT/LABEL-NAME.log
   local name=$1; shift
   echo "== $name ($(date -u +%H:%M:%S)) =="
@@ -71,10 +83,12 @@ step() {  # step NAME CMD...: run CMD with --csv tmp/NAME.csv, log to OUT/LABEL-
   n=$((n + 1))
 }
 
-[ -x "$BUILD/bench/study_cpu" ] && step study_cpu "$BUILD/bench/study_cpu" "${QUICK[@]}" --studies "$list"
+ids=$(ids_for study_cpu)
+[ -x "$BUILD/bench/study_cpu" ] && [ -n "$ids" ] && step study_cpu "$BUILD/bench/study_cpu" "${QUICK[@]}" --studies "$ids"
 if [ $gpu = 1 ]; then
   for p in study_filter_gpu study_gpu; do
-    [ -x "$BUILD/bench/$p" ] && step "$p" "$BUILD/bench/$p" "${QUICK[@]}" --studies "$list"
+    ids=$(ids_for "$p")
+    [ -x "$BUILD/bench/$p" ] && [ -n "$ids" ] && step "$p" "$BUILD/bench/$p" "${QUICK[@]}" --studies "$ids"
   done
   for p in study_filter_torch study_peers; do
     if "$PY" -c 'import numpy' 2>/dev/null; then step "$p" timeout 400 "$PY" "bench/peers/$p.py" "${QUICK[@]}"; fi
@@ -82,7 +96,7 @@ if [ $gpu = 1 ]; then
 else
   echo "(no usable GPU: the GPU programs and the Python peers are skipped)"
 fi
-[ $n -gt 0 ] || { echo "run.sh: no study program in $BUILD/bench (configured with PIXELKIT_BUILD_BENCH=OFF?)" >&2; exit 2; }
+[ $n -gt 0 ] || { echo "run.sh: no study program in $BUILD/bench ran for '$list' (configured with PIXELKIT_BUILD_BENCH=OFF, or GPU-only studies without a GPU?)" >&2; exit 2; }
 
 # One CSV: the header once, then the selected studies' rows of every program.
 csv="$OUTDIR/studies-$LABEL.csv"

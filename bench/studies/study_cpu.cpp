@@ -432,7 +432,8 @@ void study_s002_layout() {
   for (int k : {3, 9}) {
     const Kernel kn = dense_kernel(k);
     Filter2D f(kn, Border{});
-    const std::string x = std::to_string(k) + "x" + std::to_string(k);
+    // The same x labels as study_filter_gpu's s002_layout rows ("WxH/KxK").
+    const std::string x = "1920x1080/" + std::to_string(k) + "x" + std::to_string(k);
     Image want(W, H, 3, PixelType::u8), got(W, H, 3, PixelType::u8);
     const std::string note = "dense non-separable " + x + " reflect101 1920x1080";
     auto planes = [&](const Options& o) {
@@ -632,12 +633,13 @@ void study_s000_table() {
     HaarTransform ht(c.levels);
     Image want(l.coeff_width, l.coeff_height, 1, PixelType::f32), got(l.coeff_width, l.coeff_height, 1, PixelType::f32);
     Image back_want(c.w, c.h, 1, PixelType::f32), back(c.w, c.h, 1, PixelType::f32);
-    const std::string base = std::string(c.name) + "/" + size_label(c.w, c.h) + "/L" + std::to_string(c.levels);
+    // The same x labels as study_gpu's s000_table rows (forward), " inverse" appended.
+    const std::string base = std::string(c.name) + " " + size_label(c.w, c.h) + " L" + std::to_string(c.levels);
     const double xv = double(c.w) * c.h;
     const std::string note = "f32 grey orthonormal; seed host forward " + fmt(c.seed_host, 2) + " ms";
     for (int dir = 0; dir < 2; ++dir) {
       const bool fwd = dir == 0;
-      const std::string x = fwd ? base + "/forward" : base + "/inverse";
+      const std::string x = fwd ? base : base + " inverse";
       auto run = [&](const Options& o, bool into_want) {
         if (fwd) ht.forward(src, (into_want ? want : got).view(), o);
         else ht.inverse(want, (into_want ? back_want : back).view(), o);
@@ -676,7 +678,7 @@ struct MatchCase {
 
 // Stage labels (x = "<case>/<stage>", x_value = stage index + 10 * case index).
 const char* const kStages[] = {"integral_source", "integral_template", "correlation", "ssd_map", "best_match",
-                               "color_count", "total"};
+                               "colour_count", "total"};
 
 void study_s001_stages() {
   const MatchCase cases[] = {{"A", 1326, 1025, 479, 432, 924.604, 170.222}, {"B", 1200, 1983, 150, 150, 369.821, 56.726}};

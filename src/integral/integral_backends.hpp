@@ -26,7 +26,10 @@ void integral_ref(const ConstImageView& src, const IntegralViews& out);
 std::string integral_cpu(const ConstImageView& src, const IntegralViews& out, int threads);
 
 /// integral_cuda.cu: the CUDA backend. One per Integral operator; holds
-/// grow-only device scratch.
+/// grow-only device scratch, including the single pass's ticket counter and
+/// look-back flags. Calls on different streams are ordered by the operator
+/// itself (a call on another stream than the previous call waits for it, so
+/// the shared scratch is never used by two launches at once).
 class CudaIntegral {
  public:
   virtual ~CudaIntegral() = default;
@@ -41,13 +44,23 @@ class CudaIntegral {
 /// Defined in integral_cuda.cu (CUDA builds only).
 std::unique_ptr<CudaIntegral> make_cuda_integral();
 
-/// Benchmark hook (integral_cuda.cu): alternative tile configurations of the
-/// u8 1-channel sum / squared sum, for bench_integral_gpu's sweep. 0 is the
-/// production configuration; every variant computes the same tables. Not
-/// thread-safe; never set outside benchmarks.
+/// Benchmark hook (integral_cuda.cu): alternative paths of the sum / squared
+/// sum, for bench_integral_gpu. 0 is production (the single-pass tiled scan
+/// with decoupled look-back); 1 is the previous 4-launch reduce-then-scan (any
+/// input); 2.. are other single-pass tile configurations (u8 input, 1 channel
+/// except where the name says "u8"; other inputs run production). Every variant computes the same tables. Not
+/// thread-safe; never set outside benchmarks and tests.
 int integral_cuda_variants();
 const char* integral_cuda_variant_name(int variant);
 void set_integral_cuda_variant(int variant);
+
+/// Test hook (integral_cuda.cu): the single pass's flags carry a call counter
+/// (the epoch, 1 .. integral_cuda_epoch_limit() - 1, wrapping to 1). Operators
+/// created after set_integral_cuda_first_epoch(e) start counting from e, so a
+/// test can cross the wrap in a few calls. 0 restores the default. Not
+/// thread-safe.
+unsigned integral_cuda_epoch_limit();
+void set_integral_cuda_first_epoch(unsigned epoch);
 
 /// Rectangle sums of a device table (integral_cuda.cu): `rects` and `out` are
 /// host arrays of n; T is the table's element type.

@@ -1,33 +1,35 @@
 // integral_cuda.cu - the CUDA backend of the integral.
 //
-// Sum and squared sum: a 2-D reduce-then-scan over tiles (Nehab et al. 2011,
-// "GPU-efficient recursive filtering and summed-area tables", in spirit), all
-// tables of one call fused into the same three launches:
+// Sum and squared sum, production: one launch, a single-pass tiled scan with
+// decoupled look-back between tiles (single_pass_kernel; Merrill & Garland's
+// decoupled look-back, applied along both axes). Tiles of TH rows x 32*E/C
+// pixels (u8: 128 rows x 256 pixels for 1 channel, x 64 pixels for 3/4; f32:
+// 32 rows), one block of 4 warps per tile, tile ids from a ticket counter in
+// row-major order, so a tile only ever waits on tiles with smaller tickets
+// (already running or done): no deadlock whatever the scheduling. Each tile
+//  1. loads its pixels once into shared memory and forms its row totals, its
+//     column totals (per warp) and its total, all tables of the call fused;
+//  2. publishes its horizontal aggregate (row totals + tile total) and looks
+//     back along its tile row: row carries, and in the extra element the sum
+//     of everything left of the tile in its rows;
+//  3. publishes its horizontal prefix and its vertical aggregate (column totals
+//     + that extra element) and looks back up its tile column: column carries,
+//     and in the extra element the corner (everything above-left);
+//  4. each warp builds the table row above its first row (corner + row carries
+//     above it + column carries scanned along x), then scans its rows
+//     (in-thread scan + cub::WarpScan + row carry), accumulates down in
+//     registers and stores every entry exactly once, coalesced through shared
+//     memory.
+// Flags are one word per tile and direction, (epoch << 2) | state, so nothing
+// is cleared per call; one warp publishes (payload, fence, release-store of the
+// flag) while the others look back (relaxed flag loads over a window of 8
+// predecessors, a fence, then L2 loads of the payloads). The input is read
+// once, each table written once; the look-back payloads add a few percent.
 //
-//  1. tile_totals_kernel: one block per tile of kTileRows x TW pixels (TW =
-//     256 pixels for 1 channel, 64 for 3 or 4), each of its 8 warps on 8 of
-//     the rows, reads the tile and writes its row totals, its column totals
-//     and its grand total (per channel).
-//  2. exclusive_scan_lines_kernel (x2): exclusive scans of those aggregates,
-//     giving for every tile its row carries (the sum of each of its rows left
-//     of the tile), its column carries (the sum of each of its columns above
-//     the tile) and its corner (the sum of everything above-left). These are
-//     about 1/64 of the table's size.
-//  3. tile_scan_kernel: each block re-reads its tile. Every warp first sums
-//     the columns of its 8 rows (shared memory tells each warp what the warps
-//     above it add), then starts from its own top row (column carries plus
-//     those sums, scanned along the row, plus the corner and the row carries
-//     above it) and, row by row, scans the row (in-thread scans plus a
-//     cub::WarpScan of the lanes' per-channel totals), adds the row carry,
-//     accumulates down in registers and stores every table entry exactly once,
-//     through shared memory so the stores are coalesced. Short work per warp
-//     and ~10 waves of blocks on an 8192^2 image: no long tail.
-// So the input is read twice (1 extra byte per u8 pixel) and each table is
-// written once and never read back: about 1.1x the bytes of the one-pass floor
-// for u8 -> i64. There are no inter-block dependencies, spin-waits or flags,
-// any width and height work, and the result does not depend on scheduling.
-// (A strict single-pass variant, decoupled look-back between tiles, would save
-// the second read of the input; see docs/notes-integral.md.)
+// The previous 4-launch reduce-then-scan (tile_totals_kernel, two
+// exclusive_scan_lines_kernel, tile_scan_kernel; no inter-block dependencies,
+// but the input read twice) stays as benchmark variant 1
+// (set_integral_cuda_variant), so the two can be compared.
 //
 // Tilted table: P = per-row inclusive prefix (a warp per row, chunked
 // WarpScan), then T(X, Y) = D1(X+Y-2, Y) - D2(X-Y-1, Y) with
@@ -87,7 +89,10 @@ template <int E_, int MINB_> struct Cfg {
   static constexpr int E = E_, MINB = MINB_;
 };
 int g_variant = 0;
-const char* const kVariantNames[] = {"E8 minB2 (production)", "E8 minB3", "E4 minB3", "E4 minB4"};
+unsigned g_first_epoch = 0;  // test hook: the epoch a new operator starts from (set_integral_cuda_first_epoch)
+const char* const kVariantNames[] = {"single pass, look-back (production)", "4-launch reduce-then-scan (previous)",
+                                     "single pass W8 TH64 minB2 (u8 1ch)", "single pass W2 TH64 minB8 (u8 1ch)",
+                                     "single pass W4 TH64 minB4 (u8)"};
 
 // ---- device helpers ----------------------------------------------------------------
 
@@ -550,6 +555,411 @@ __global__ void __launch_bounds__(32 * IntegralTuning::kWarps, MINB)
   }
 }
 
+// ---- single pass: tiled scan with decoupled look-back -------------------------------------
+
+// Flag words: (epoch << 2) | state, one per tile and direction. A word written
+// by an earlier call carries an older epoch and reads as "not yet", so the
+// flags need no clearing per call (only when the epoch wraps, see next_epoch).
+constexpr unsigned kFlagAggregate = 1, kFlagPrefix = 2;
+constexpr unsigned kEpochLimit = 1u << 30;  ///< epochs are 1 .. kEpochLimit - 1 (0 = never written)
+constexpr int kFlagsOffset = 32;            ///< flags start one 128-byte line after the ticket counter
+
+/// What a single-pass launch shares between its tiles (all device pointers).
+struct LookBackState {
+  unsigned* ticket;  ///< tile-id counter; the block that takes the last ticket resets it to 0
+  unsigned* hflag;   ///< [ntiles] horizontal (row-carry) flags
+  unsigned* vflag;   ///< [ntiles] vertical (column-carry) flags
+  void* hagg;        ///< [ntiles][LH*NT] horizontal aggregates (row totals, tile total)
+  void* hinc;        ///< [ntiles][LH*NT] horizontal inclusive prefixes
+  void* vagg;        ///< [ntiles][LV*NT] vertical aggregates (column totals, row-carry sum)
+  void* vinc;        ///< [ntiles][LV*NT] vertical inclusive prefixes
+  unsigned epoch;
+};
+
+__device__ __forceinline__ unsigned ld_relaxed_gpu(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release_gpu(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ long long ld_cg(const std::int64_t* p) { return __ldcg(reinterpret_cast<const long long*>(p)); }
+__device__ __forceinline__ double ld_cg(const double* p) { return __ldcg(p); }
+
+/// One warp publishes a vector of L values: payload first, each lane fences
+/// (its stores are visible device-wide), then lane 0 release-stores the flag.
+template <typename Acc>
+__device__ __forceinline__ void publish_warp(unsigned* flag, Acc* dst, const Acc* vals, int L, unsigned word) {
+  const int lane = threadIdx.x % 32;
+  for (int k = lane; k < L; k += 32) dst[k] = vals[k];
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) st_release_gpu(flag, word);
+}
+
+/// Decoupled look-back along one line of tiles (positions 0 .. pos-1 before
+/// this one; tile index tile0 + p * stride). Each thread sums its own
+/// elements (threadIdx.x + m * THREADS < L) of the predecessors' vectors,
+/// independently of the other threads: it reads a window of WIN flags at once
+/// (relaxed), takes the run of ready ones nearest to it up to the first
+/// inclusive prefix, fences (acquire) and adds their payloads (L2 loads).
+/// Every flag it waits on belongs to a tile with a smaller ticket: no deadlock.
+template <typename Acc, int M, int WIN, int THREADS>
+__device__ __forceinline__ void look_back(const unsigned* flags, const Acc* agg, const Acc* inc, int L, long long tile0,
+                                          long long stride, int pos, unsigned epoch, Acc (&carry)[M]) {
+#pragma unroll
+  for (int m = 0; m < M; ++m) carry[m] = Acc(0);
+  const int tid = threadIdx.x;
+  if (tid >= L) return;
+  int k = pos - 1;
+  while (k >= 0) {
+    unsigned f[WIN];
+#pragma unroll
+    for (int w = 0; w < WIN; ++w) f[w] = k - w >= 0 ? ld_relaxed_gpu(flags + tile0 + (k - w) * stride) : 0u;
+    int n = 0;
+    bool pre = false;
+#pragma unroll
+    for (int w = 0; w < WIN; ++w) {
+      const unsigned s = f[w] & 3u;
+      if (n == w && !pre && (f[w] >> 2) == epoch && s != 0u) {
+        n = w + 1;
+        pre = s == kFlagPrefix;
+      }
+    }
+    if (n == 0) {
+      __nanosleep(40);
+      continue;
+    }
+    __threadfence();  // the flags above were read before any payload below
+#pragma unroll
+    for (int w = 0; w < WIN; ++w)
+      if (w < n) {
+        const long long t = tile0 + static_cast<long long>(k - w) * stride;
+        const Acc* p = (pre && w == n - 1 ? inc : agg) + t * L + tid;
+#pragma unroll
+        for (int m = 0; m < M; ++m)
+          if (tid + m * THREADS < L) carry[m] += ld_cg(p + m * THREADS);
+      }
+    if (pre) return;
+    k -= n;
+  }
+}
+
+/// A single-pass configuration: E elements per lane (tile width 32*E/C
+/// pixels), TH rows per tile, WARPS warps per tile (each on TH/WARPS rows),
+/// MINB blocks per SM asked of the compiler.
+template <int E_, int TH_, int WARPS_, int MINB_> struct SpCfg {
+  static constexpr int E = E_, TH = TH_, WARPS = WARPS_, MINB = MINB_;
+};
+
+/// Shared-memory layout of the single-pass kernel (dynamic, sized on the host).
+template <typename Tin, int C, int E, int TH, int WARPS_, bool S, bool Q> struct SpLayout {
+  static constexpr int WARPS = WARPS_, THREADS = 32 * WARPS;
+  static constexpr int NT = (S ? 1 : 0) + (Q ? 1 : 0);  ///< tables
+  static constexpr int TQ = S ? 1 : 0;                  ///< index of the squared sum among them
+  static constexpr int NV = 32 * E;                     ///< elements per tile row
+  static constexpr int P = 32 * (E + 1);                ///< padded row (one pad per lane)
+  static constexpr int LH = (TH + 1) * C;               ///< row totals + the tile total
+  static constexpr int LV = NV + C;                     ///< column totals + the row-carry sum
+  static constexpr int LB_THREADS = 32 * (WARPS - 1);  ///< the look-back threads (the last warp publishes)
+  static constexpr int MH = (LH * NT + LB_THREADS - 1) / LB_THREADS, MV = (LV * NT + LB_THREADS - 1) / LB_THREADS;
+  // Acc arrays first (8-byte aligned), then the input tile.
+  static constexpr std::size_t colpart = 0;                                      // [NT][WARPS][P]
+  static constexpr std::size_t wsum = colpart + std::size_t(NT) * WARPS * P;     // [NT][WARPS][C]
+  static constexpr std::size_t hvec = wsum + std::size_t(NT) * WARPS * C;        // [NT][LH]
+  static constexpr std::size_t vvec = hvec + std::size_t(NT) * LH;               // [NT][LV]
+  static constexpr std::size_t hcar = vvec + std::size_t(NT) * LV;               // [NT][LH] row carries
+  static constexpr std::size_t vcar = hcar + std::size_t(NT) * LH;               // [NT][LV] column carries, corner
+  static constexpr std::size_t acc_elems = vcar + std::size_t(NT) * LV;
+  static constexpr std::size_t tile_bytes = std::size_t(TH) * P * sizeof(Tin);  // [TH][P]
+  static constexpr std::size_t bytes = acc_elems * 8 + tile_bytes + 16;
+};
+
+/// The table row just above warp `warp`'s first row, S(y0, x+1), for the
+/// warp's elements (blocked): column carries (vcarry) plus the column sums of
+/// the tile's rows above the warp, scanned along the row, started from the
+/// corner (vcarry[NV..]) plus the row carries of those rows.
+template <typename Acc, int C, int E, int R>
+__device__ __forceinline__ void init_top_sp(const Acc* vcarry, const Acc* hcarry, const Acc* colpart, int warp, int lane,
+                                            Acc (&acc)[E]) {
+  constexpr int P = 32 * (E + 1);
+  using WarpScan = cub::WarpScan<Vec<Acc, C>>;
+  typename WarpScan::TempStorage unused;  // the shuffle implementation needs no storage
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    Acc a = vcarry[lane * E + e];
+    for (int w = 0; w < warp; ++w) a += colpart[w * P + lane * (E + 1) + e];
+    acc[e] = a;
+  }
+  Vec<Acc, C> t = scan_in_thread<Acc, C, E>(acc), ex, start;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    Acc a = vcarry[32 * E + c];
+    for (int r = 0; r < warp * R; ++r) a += hcarry[r * C + c];
+    start.v[c] = a;
+  }
+  WarpScan(unused).ExclusiveScan(t, ex, start, VecAdd<Acc, C>());
+#pragma unroll
+  for (int e = 0; e < E; ++e) acc[e] += ex.v[e % C];
+}
+
+// One block per tile of TH rows x 32*E/C pixels, tiles taken in row-major
+// ticket order. Warp w owns tile rows w*R .. w*R+R-1.
+//  1. load the tile once into shared memory; per-warp column sums, row totals;
+//  2. publish the horizontal aggregate (row totals + tile total), look back
+//     along the tile row -> row carries, publish the inclusive prefix;
+//  3. publish the vertical aggregate (column totals + the sum of this tile's
+//     row carries), look back up the tile column -> column carries and, in the
+//     extra element, the corner; publish the inclusive prefix;
+//  4. each warp builds its top row and scans/stores its rows (as tile_scan_kernel).
+template <typename Tin, int C, int E, int TH, int NW, int MINB, bool S, bool Q>
+__global__ void __launch_bounds__(32 * NW, MINB)
+    single_pass_kernel(View2D<const Tin> src, TileGrid g, LookBackState lb, TableOut os, TableOut oq) {
+  using Acc = typename AccOf<Tin>::type;
+  using L = SpLayout<Tin, C, E, TH, NW, S, Q>;
+  constexpr int WARPS = L::WARPS, THREADS = L::THREADS, R = TH / WARPS, NV = L::NV, P = L::P, LH = L::LH,
+                LV = L::LV, NT = L::NT, TQ = L::TQ, TW = NV / C;
+  static_assert(E % C == 0 && E % 2 == 0 && TH % WARPS == 0 && WARPS >= 2,
+                "E: whole pixels per lane, E + 1 odd; TH: whole warps; one warp publishes, the others look back");
+  constexpr int WIN = 8;
+  extern __shared__ __align__(16) unsigned char sp_smem[];
+  Acc* const sm = reinterpret_cast<Acc*>(sp_smem);
+  Acc* const colpart = sm + L::colpart;
+  Acc* const wsum = sm + L::wsum;
+  Acc* const hvec = sm + L::hvec;
+  Acc* const vvec = sm + L::vvec;
+  Acc* const hcar = sm + L::hcar;
+  Acc* const vcar = sm + L::vcar;
+  Tin* const tile = reinterpret_cast<Tin*>(sp_smem + L::acc_elems * 8);
+  unsigned* const ticket_s = reinterpret_cast<unsigned*>(sp_smem + L::acc_elems * 8 + L::tile_bytes);
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
+  if (tid == 0) {
+    const unsigned t = atomicAdd(lb.ticket, 1u);
+    if (t == ntiles - 1) atomicExch(lb.ticket, 0u);  // every ticket is taken: ready for the next launch
+    *ticket_s = t;
+  }
+  __syncthreads();
+  const long long tix = *ticket_s;
+  const int ti = static_cast<int>(tix / g.ntj), tj = static_cast<int>(tix % g.ntj);
+  const int x0 = tj * TW, r0 = ti * TH;
+  const int nvalid = min(TW, g.W - x0) * C;
+  const long long first = static_cast<long long>(x0 + 1) * C;  // this tile's first entry in a table row
+
+  // Row 0 and column 0 of the tables are zero.
+  if (ti == 0 && warp == 0) {
+    for (int j = lane; j < nvalid; j += 32) {
+      if (S) store_as(os.row(0), first + j, os.type, Acc(0));
+      if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
+    }
+    if (tj == 0 && lane < C) {
+      if (S) store_as(os.row(0), lane, os.type, Acc(0));
+      if (Q) store_as(oq.row(0), lane, oq.type, Acc(0));
+    }
+  }
+
+  // 1. Load (striped, coalesced; RL rows' loads in flight at once), keep the
+  //    tile in shared memory (padded blocked layout), sum the columns.
+  {
+    constexpr int RL = R < 8 ? R : 8;
+    Acc cs[E], cq[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) cs[i] = cq[i] = Acc(0);
+#pragma unroll 1
+    for (int rc = 0; rc < R; rc += RL) {
+      Tin raw[RL][E];
+#pragma unroll
+      for (int rr = 0; rr < RL; ++rr) {
+        const int y = r0 + warp * R + rc + rr;
+        if (y < g.H) {
+          load_striped(src.row(y) + x0 * C, nvalid, lane, raw[rr]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < E; ++i) raw[rr][i] = Tin(0);
+        }
+      }
+#pragma unroll
+      for (int rr = 0; rr < RL; ++rr)
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          const int j = i * 32 + lane;
+          tile[(warp * R + rc + rr) * P + j + j / E] = raw[rr][i];
+          const Acc v = static_cast<Acc>(raw[rr][i]);
+          if (S) cs[i] += v;
+          if (Q) cq[i] += v * v;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      const int j = i * 32 + lane;
+      if (S) colpart[(0 * WARPS + warp) * P + j + j / E] = cs[i];
+      if (Q) colpart[(TQ * WARPS + warp) * P + j + j / E] = cq[i];
+    }
+    __syncwarp();
+    // Row totals (blocked: a lane's elements are whole pixels), butterfly-reduced.
+    Vec<Acc, C> ws = zero_vec<Acc, C>(), wq = zero_vec<Acc, C>();
+#pragma unroll 4
+    for (int rr = 0; rr < R; ++rr) {
+      const int row = warp * R + rr;
+      Vec<Acc, C> ts = zero_vec<Acc, C>(), tq = zero_vec<Acc, C>();
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const Acc v = static_cast<Acc>(tile[row * P + lane * (E + 1) + e]);
+        if (S) ts.v[e % C] += v;
+        if (Q) tq.v[e % C] += v * v;
+      }
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          if (S) ts.v[c] += __shfl_xor_sync(0xffffffffu, ts.v[c], off);
+          if (Q) tq.v[c] += __shfl_xor_sync(0xffffffffu, tq.v[c], off);
+        }
+      if (lane == 0)
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          if (S) hvec[0 * LH + row * C + c] = ts.v[c];
+          if (Q) hvec[TQ * LH + row * C + c] = tq.v[c];
+        }
+      ws = VecAdd<Acc, C>()(ws, ts);
+      wq = VecAdd<Acc, C>()(wq, tq);
+    }
+    if (lane == 0)
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        if (S) wsum[(0 * WARPS + warp) * C + c] = ws.v[c];
+        if (Q) wsum[(TQ * WARPS + warp) * C + c] = wq.v[c];
+      }
+  }
+  __syncthreads();
+  // Tile totals (the last element of the horizontal vector) and column totals.
+  if (tid < NT * C) {
+    const int t = tid / C, c = tid % C;
+    Acc a = Acc(0);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) a += wsum[(t * WARPS + w) * C + c];
+    hvec[t * LH + TH * C + c] = a;
+  }
+  for (int k = tid; k < NT * NV; k += THREADS) {
+    const int t = k / NV, j = k % NV;
+    Acc a = Acc(0);
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) a += colpart[(t * WARPS + w) * P + j + j / E];
+    vvec[t * LV + j] = a;
+  }
+  __syncthreads();
+
+  const unsigned ep = lb.epoch << 2;
+  Acc* const hagg = static_cast<Acc*>(lb.hagg) + tix * (LH * NT);
+  Acc* const hinc = static_cast<Acc*>(lb.hinc) + tix * (LH * NT);
+  Acc* const vagg = static_cast<Acc*>(lb.vagg) + tix * (LV * NT);
+  Acc* const vinc = static_cast<Acc*>(lb.vinc) + tix * (LV * NT);
+  // The last warp publishes (payload, fence, flag) while the others look
+  // back: a fence waits for the stores to land, and only one warp waits.
+  const bool publisher = warp == NW - 1;
+
+  // 2. Horizontal: row carries (and, in the extra element, the sum of
+  //    everything left of the tile in its rows).
+  if (publisher) {
+    publish_warp(lb.hflag + tix, tj == 0 ? hinc : hagg, hvec, LH * NT, ep | (tj == 0 ? kFlagPrefix : kFlagAggregate));
+  } else {
+    Acc carry[L::MH];
+    if (tj == 0) {
+#pragma unroll
+      for (int m = 0; m < L::MH; ++m) carry[m] = Acc(0);
+    } else {
+      look_back<Acc, L::MH, WIN, L::LB_THREADS>(lb.hflag, static_cast<const Acc*>(lb.hagg),
+                                                static_cast<const Acc*>(lb.hinc), LH * NT,
+                                                static_cast<long long>(ti) * g.ntj, 1, tj, lb.epoch, carry);
+    }
+#pragma unroll
+    for (int m = 0; m < L::MH; ++m) {
+      const int k = tid + m * L::LB_THREADS;
+      if (k < LH * NT) {
+        hcar[k] = carry[m];
+        const int t = k / LH, e = k % LH;
+        if (e >= TH * C) vvec[t * LV + NV + (e - TH * C)] = carry[m];  // the vertical aggregate's extra element
+      }
+    }
+  }
+  __syncthreads();
+
+  // 3. Vertical: column carries and the corner. Meanwhile the publisher
+  //    publishes this tile's horizontal prefix and its vertical aggregate
+  //    (column totals and the sum of its row carries) under one fence.
+  if (publisher) {
+    Acc* const vout = ti == 0 ? vinc : vagg;  // the top tile row has no carries: its aggregate is its prefix
+    if (tj != 0)
+      for (int k = lane; k < LH * NT; k += 32) hinc[k] = hcar[k] + hvec[k];
+    for (int k = lane; k < LV * NT; k += 32) vout[k] = vvec[k];
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) {
+      if (tj != 0) st_release_gpu(lb.hflag + tix, ep | kFlagPrefix);
+      st_release_gpu(lb.vflag + tix, ep | (ti == 0 ? kFlagPrefix : kFlagAggregate));
+    }
+  } else {
+    Acc carry[L::MV];
+    if (ti == 0) {
+#pragma unroll
+      for (int m = 0; m < L::MV; ++m) carry[m] = Acc(0);
+    } else {
+      look_back<Acc, L::MV, WIN, L::LB_THREADS>(lb.vflag, static_cast<const Acc*>(lb.vagg),
+                                                static_cast<const Acc*>(lb.vinc), LV * NT, tj, g.ntj, ti, lb.epoch,
+                                                carry);
+    }
+#pragma unroll
+    for (int m = 0; m < L::MV; ++m) {
+      const int k = tid + m * L::LB_THREADS;
+      if (k < LV * NT) vcar[k] = carry[m];
+    }
+  }
+  __syncthreads();
+
+  // 4. The tables.
+  Acc a_s[E], a_q[E];
+  if (S) init_top_sp<Acc, C, E, R>(vcar, hcar, colpart, warp, lane, a_s);
+  if (Q) init_top_sp<Acc, C, E, R>(vcar + TQ * LV, hcar + TQ * LH, colpart + TQ * WARPS * P, warp, lane, a_q);
+  __syncthreads();  // colpart becomes the store staging below
+  if (publisher && ti != 0) {
+    // The vertical prefix; this warp's rows wait for its fence, the others' do not.
+    for (int k = lane; k < LV * NT; k += 32) vinc[k] = vcar[k] + vvec[k];
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) st_release_gpu(lb.vflag + tix, ep | kFlagPrefix);
+  }
+  Acc* const stage = colpart + warp * P;
+  for (int rr = 0; rr < R; ++rr) {
+    const int row = warp * R + rr, y = r0 + row;
+    if (y >= g.H) break;
+    Acc v[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = static_cast<Acc>(tile[row * P + lane * (E + 1) + e]);
+    if (S) {
+      Vec<Acc, C> carry;
+#pragma unroll
+      for (int c = 0; c < C; ++c) carry.v[c] = hcar[row * C + c];
+      Acc s[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) s[e] = v[e];
+      scan_row<Acc, C, E>(s, carry, a_s, stage, lane, nvalid, os.row(y + 1), first, os.type);
+      if (tj == 0 && lane < C) store_as(os.row(y + 1), lane, os.type, Acc(0));
+    }
+    if (Q) {
+      Vec<Acc, C> carry;
+#pragma unroll
+      for (int c = 0; c < C; ++c) carry.v[c] = hcar[TQ * LH + row * C + c];
+      Acc q[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) q[e] = v[e] * v[e];
+      scan_row<Acc, C, E>(q, carry, a_q, stage, lane, nvalid, oq.row(y + 1), first, oq.type);
+      if (tj == 0 && lane < C) store_as(oq.row(y + 1), lane, oq.type, Acc(0));
+    }
+  }
+}
+
 // ---- tilted ------------------------------------------------------------------------------
 
 /// P(y, x) = I(0..x, y) per channel, one warp per row, TW pixels at a time.
@@ -701,16 +1111,24 @@ void with_input(PixelType type, int channels, F&& f) {
 class CudaIntegralImpl final : public CudaIntegral {
  public:
   std::string run_device(const ConstImageView& src, const IntegralViews& out, stream_t stream) override {
+    // The scratch (ticket counter, look-back flags and payloads, aggregates)
+    // is shared by every call of this operator: a call on another stream than
+    // the previous call first waits for that call's work, so two streams never
+    // run it at once (which could make the single pass wait forever). One
+    // event record per call; no wait at all on the usual single stream.
+    if (have_last_ && stream != last_stream_) PIXELKIT_CUDA_TRY(cudaStreamWaitEvent(stream, last_done_, 0));
     std::string path;
     if (!out.sum.empty() || !out.sqsum.empty()) {
-      sums(src, out.sum, out.sqsum, stream);
-      path = "cuda tiled reduce-then-scan";
+      path = sums(src, out.sum, out.sqsum, stream);
       if (!out.sum.empty() && !out.sqsum.empty()) path += ", sum + sqsum fused";
     }
     if (!out.tilted.empty()) {
       tilted(src, out.tilted, stream);
       path += std::string(path.empty() ? "" : "; ") + "tilted: row prefix + diagonal scans";
     }
+    PIXELKIT_CUDA_TRY(cudaEventRecord(last_done_, stream));
+    last_stream_ = stream;
+    have_last_ = true;
     return path;
   }
 
@@ -749,7 +1167,16 @@ class CudaIntegralImpl final : public CudaIntegral {
   }
 
   void reserve(int width, int height, int channels, PixelType type, const IntegralRequest& r) override {
-    if (r.sum || r.sqsum) aggregates_.reserve(aggregate_bytes(width, height, channels));
+    if (r.sum || r.sqsum) {
+      // The single-pass path's scratch (u8 tiles are the larger payload per pixel).
+      const int E = channels == 1 ? Geom<1>::E : (channels == 3 ? Geom<3>::E : Geom<4>::E);
+      const int TH = sp_rows(type, channels, r.sum && r.sqsum);
+      const long long ntiles = static_cast<long long>((width + 32 * E / channels - 1) / (32 * E / channels)) *
+                               ((height + TH - 1) / TH);
+      payload_.reserve(sp_payload_bytes(ntiles, channels, E, TH, (r.sum ? 1 : 0) + (r.sqsum ? 1 : 0)));
+      reserve_flags(ntiles, nullptr);
+      PIXELKIT_CUDA_TRY(cudaStreamSynchronize(nullptr));
+    }
     if (r.tilted) prefix_.reserve(static_cast<std::size_t>(width) * height * channels * 8);
     const std::size_t in_pitch = round_up(static_cast<std::size_t>(width) * channels * element_size(type));
     src_.reserve(in_pitch * height);
@@ -772,31 +1199,121 @@ class CudaIntegralImpl final : public CudaIntegral {
     g.nti = (H + IntegralTuning::kTileRows - 1) / IntegralTuning::kTileRows;
     return g;
   }
-  static int default_tw(int C) { return C == 1 ? Geom<1>::TW : (C == 3 ? Geom<3>::TW : Geom<4>::TW); }
   /// Elements of one table's aggregates.
   static std::size_t aggregate_elems(const TileGrid& g, int C) {
     return (static_cast<std::size_t>(g.H) * g.ntj + static_cast<std::size_t>(g.nti) * g.W +
             static_cast<std::size_t>(g.nti) * g.ntj) *
            C;
   }
-  static std::size_t aggregate_bytes(int W, int H, int C) {
-    return 2 * aggregate_elems(grid_for(W, H, default_tw(C)), C) * 8;
-  }
 
-  void sums(const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq, stream_t stream) {
+  /// Returns the path taken.
+  std::string sums(const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
+                   stream_t stream) {
+    std::string path = "cuda single-pass tiled scan, decoupled look-back";
     with_input(src.type, src.channels, [&](auto tin, auto cc) {
       using Tin = decltype(tin);
       constexpr int CC = decltype(cc)::value;
-      if constexpr (std::is_same<Tin, std::uint8_t>::value && CC == 1) {
-        switch (g_variant) {
-          case 1: sums_cfg<Tin, CC>(Cfg<8, 3>{}, src, sum, sq, stream); return;
-          case 2: sums_cfg<Tin, CC>(Cfg<4, 3>{}, src, sum, sq, stream); return;
-          case 3: sums_cfg<Tin, CC>(Cfg<4, 4>{}, src, sum, sq, stream); return;
-          default: break;
+      if (g_variant == 1) {
+        sums_cfg<Tin, CC>(Cfg<Geom<CC>::E, 2>{}, src, sum, sq, stream);
+        path = "cuda tiled reduce-then-scan (4 launches)";
+        return;
+      }
+      if constexpr (std::is_same<Tin, std::uint8_t>::value) {
+        if (g_variant == 4) {
+          sums_single<Tin, CC>(SpCfg<Geom<CC>::E, 64, 4, 4>{}, src, sum, sq, stream);
+          return;
+        }
+        if constexpr (CC == 1) {
+          switch (g_variant) {
+            case 2: sums_single<Tin, CC>(SpCfg<8, 64, 8, 2>{}, src, sum, sq, stream); return;
+            case 3: sums_single<Tin, CC>(SpCfg<8, 64, 2, 8>{}, src, sum, sq, stream); return;
+            default: break;
+          }
         }
       }
-      sums_cfg<Tin, CC>(Cfg<Geom<CC>::E, 2>{}, src, sum, sq, stream);
+      if constexpr (std::is_same<Tin, std::uint8_t>::value && CC != 1) {
+        if (!sum.empty() && !sq.empty()) {
+          sums_single<Tin, CC>(SpCfg<Geom<CC>::E, 64, 4, 4>{}, src, sum, sq, stream);
+          return;
+        }
+      }
+      sums_single<Tin, CC>(SpDefault<Tin, CC>{}, src, sum, sq, stream);
     });
+    return path;
+  }
+
+  /// The production single-pass configuration: 4 warps on 128-row tiles for
+  /// u8, on 32-row tiles for f32 (its input tile is 4x larger in shared
+  /// memory). u8 with 3 or 4 channels and both tables takes 64-row tiles (see
+  /// sp_rows; measured in docs/notes-integral.md).
+  template <typename Tin, int CC>
+  using SpDefault = SpCfg<Geom<CC>::E, std::is_same<Tin, std::uint8_t>::value ? 128 : 32, 4, 4>;
+  static int sp_rows(PixelType type, int channels, bool both) {
+    if (type != PixelType::u8) return 32;
+    return channels != 1 && both ? 64 : 128;
+  }
+
+  static std::size_t sp_payload_bytes(long long ntiles, int C, int E, int TH, int NT) {
+    return static_cast<std::size_t>(ntiles) * 2 * ((TH + 1) * C + 32 * E + C) * NT * 8;
+  }
+
+  /// The look-back flags (ticket counter + 2 per tile): grow-only; zeroed when
+  /// (re)allocated and when the epoch wraps, never otherwise.
+  void reserve_flags(long long ntiles, stream_t stream) {
+    const std::size_t bytes = (kFlagsOffset + 2 * static_cast<std::size_t>(ntiles)) * sizeof(unsigned);
+    if (bytes <= flags_.size()) return;
+    flags_.reserve(bytes);
+    PIXELKIT_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, flags_.size(), stream));
+  }
+  unsigned next_epoch(stream_t stream) {
+    if (++epoch_ >= kEpochLimit) {
+      // A flag of the epoch we return to could still be in the buffer (a tile
+      // index no call has reached since): clear them all, once per 2^30 calls.
+      epoch_ = 1;
+      PIXELKIT_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, flags_.size(), stream));
+    }
+    return epoch_;
+  }
+
+  template <typename Tin, int CC, typename CF>
+  void sums_single(CF, const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
+                   stream_t stream) {
+    constexpr int E = CF::E, TH = CF::TH, NW = CF::WARPS, MINB = CF::MINB;
+    const int W = src.width, H = src.height;
+    const bool S = !sum.empty(), Q = !sq.empty();
+    TileGrid g;
+    g.W = W;
+    g.H = H;
+    g.ntj = (W + 32 * E / CC - 1) / (32 * E / CC);
+    g.nti = (H + TH - 1) / TH;
+    const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
+    const int NT = (S ? 1 : 0) + (Q ? 1 : 0);
+    const std::size_t half = sp_payload_bytes(ntiles, CC, E, TH, NT) / 2;  // horizontal + vertical, one kind
+    payload_.reserve(2 * half);
+    reserve_flags(ntiles, stream);
+    LookBackState lb;
+    lb.ticket = flags_.as<unsigned>();
+    lb.hflag = lb.ticket + kFlagsOffset;
+    lb.vflag = lb.hflag + ntiles;
+    const std::size_t hbytes = static_cast<std::size_t>(ntiles) * (TH + 1) * CC * NT * 8;
+    unsigned char* base = payload_.as<unsigned char>();
+    lb.hagg = base;
+    lb.vagg = base + hbytes;
+    lb.hinc = base + half;
+    lb.vinc = base + half + hbytes;
+    lb.epoch = next_epoch(stream);
+    const TableOut os = S ? table_out(sum) : TableOut{nullptr, 0, TableType::i64};
+    const TableOut oq = Q ? table_out(sq) : TableOut{nullptr, 0, TableType::u64};
+    const auto view = view2d<Tin>(src);
+    auto launch = [&](auto kernel, std::size_t smem) {
+      if (smem > 48 * 1024)
+        PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      kernel<<<static_cast<unsigned>(ntiles), 32 * NW, smem, stream>>>(view, g, lb, os, oq);
+      PIXELKIT_CUDA_CHECK_LAUNCH("single_pass_kernel");
+    };
+    if (S && Q) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, true>, SpLayout<Tin, CC, E, TH, NW, true, true>::bytes);
+    else if (S) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, false>, SpLayout<Tin, CC, E, TH, NW, true, false>::bytes);
+    else launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, false, true>, SpLayout<Tin, CC, E, TH, NW, false, true>::bytes);
   }
 
   template <typename Tin, int CC, typename CF>
@@ -894,6 +1411,11 @@ class CudaIntegralImpl final : public CudaIntegral {
   }
 
   DeviceBuffer aggregates_, prefix_, src_, tables_[3], tilted_f64_;
+  DeviceBuffer flags_, payload_;  // single pass: look-back flags + ticket, look-back payloads
+  unsigned epoch_ = g_first_epoch;
+  Event last_done_;               ///< recorded after every call's work (cross-stream ordering)
+  stream_t last_stream_ = nullptr;
+  bool have_last_ = false;
 };
 
 }  // namespace
@@ -903,6 +1425,8 @@ std::unique_ptr<CudaIntegral> make_cuda_integral() { return std::make_unique<Cud
 int integral_cuda_variants() { return static_cast<int>(sizeof(kVariantNames) / sizeof(kVariantNames[0])); }
 const char* integral_cuda_variant_name(int v) { return v >= 0 && v < integral_cuda_variants() ? kVariantNames[v] : "?"; }
 void set_integral_cuda_variant(int v) { g_variant = v >= 0 && v < integral_cuda_variants() ? v : 0; }
+unsigned integral_cuda_epoch_limit() { return kEpochLimit; }
+void set_integral_cuda_first_epoch(unsigned epoch) { g_first_epoch = epoch < kEpochLimit ? epoch : 0; }
 
 template <typename T>
 void rect_sums_cuda(const IntegralTableView& table, const Rect* rects, std::size_t n, int channel, T* out,
