@@ -320,6 +320,33 @@ TEST(FilterCuda, DeviceResidentImagesOnAStream) {
     }
 }
 
+TEST(FilterCuda, LargePageableHostImagesInStripsThroughPitchedSubViews) {
+  PIXELKIT_REQUIRE_GPU();
+  // About 19 MB of u8 RGB: several ~4 MB strips over 3 streams, the pageable
+  // rows staged through pinned slots by several threads (detail::copy_rows),
+  // source and destination sub-views whose pitch is larger than their rows.
+  const Image parent = random_image(3011, 2107, 3, PixelType::u8, 31);
+  const ConstImageView src = parent.cview().sub(3, 5, 3001, 2099);
+  Image out_parent = random_image(3020, 2110, 3, PixelType::u8, 32);
+  const Image before = clone(out_parent.cview());
+  const ImageView dst = out_parent.view().sub(9, 2, 3001, 2099);
+  for (const char* spec : {"gaussian:7", "edge"}) {
+    const Kernel k = parse_kernel(spec);
+    const Border b{BorderMode::reflect101, 0};
+    Options o;
+    o.backend = Backend::cuda;
+    Filter2D f(k, b);
+    f(src, dst, o);
+    const Image want = run(Backend::ref, src, k, b);
+    EXPECT_TRUE(agrees(dst, want.cview())) << spec;
+  }
+  // Rows outside the destination window are untouched (first and last rows, and the margins of a middle row).
+  for (int y : {0, 1, 2101, 2109})
+    ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(y), before.row<std::uint8_t>(y), 3020 * 3)) << "row " << y;
+  ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(1000), before.row<std::uint8_t>(1000), 9 * 3));
+  ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(1000) + 3010 * 3, before.row<std::uint8_t>(1000) + 3010 * 3, 10 * 3));
+}
+
 TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
   PIXELKIT_REQUIRE_GPU();
   const Image src = random_image(64, 64, 1, PixelType::u8, 1);

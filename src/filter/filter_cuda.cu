@@ -19,6 +19,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
+#include "core/host_copy.hpp"
 #include "core/view2d.hpp"
 #include "filter/filter_backends.hpp"
 #include "filter/filter_cuda_kernels.cuh"
@@ -271,8 +272,9 @@ class CudaFilterImpl final : public CudaFilter {
 // ---- host images: strips ------------------------------------------------------------
 //
 // The image is cut into NS horizontal strips. Strip s is uploaded on stream
-// s % kStreams (pageable rows are first copied by this thread into a pinned
-// staging slot; pinned rows go straight), its kernel runs on the same stream
+// s % kStreams (pageable rows are first copied by this thread, with its
+// OpenMP team (detail::copy_rows: one core's memcpy is slower than PCIe),
+// into a pinned staging slot; pinned rows go straight), its kernel runs on the same stream
 // once the uploads of every strip holding a row it reads (its own and the
 // apron rows of its neighbours) are done, then its rows come back (into a
 // staging slot, which this thread copies out to dst kStreams strips later).
@@ -325,10 +327,8 @@ std::string CudaFilterImpl::run_host(const ConstImageView& src, const ImageView&
     for (; drained < std::min(limit, strips); ++drained) {
       const int s = drained;
       PIXELKIT_CUDA_TRY(cudaEventSynchronize(down_done_[static_cast<std::size_t>(s)]));
-      const unsigned char* from = slot(down_base, s);
-      for (int y = first_row(s); y < end_row(s); ++y)
-        std::memcpy(dst.row<unsigned char>(y), from + row_bytes * static_cast<std::size_t>(y - first_row(s)),
-                    row_bytes);
+      copy_rows(dst.row<unsigned char>(first_row(s)), static_cast<std::size_t>(dst.pitch), slot(down_base, s),
+                row_bytes, row_bytes, end_row(s) - first_row(s));
     }
   };
 
@@ -350,8 +350,7 @@ std::string CudaFilterImpl::run_host(const ConstImageView& src, const ImageView&
           // The slot's previous upload (strip s - k) must be done before we refill it.
           if (s >= k) PIXELKIT_CUDA_TRY(cudaEventSynchronize(up_done_[static_cast<std::size_t>(s - k)]));
           unsigned char* to = slot(up_base, s);
-          for (int y = y0; y < y0 + n; ++y)
-            std::memcpy(to + row_bytes * static_cast<std::size_t>(y - y0), src.row<unsigned char>(y), row_bytes);
+          copy_rows(to, row_bytes, src.row<unsigned char>(y0), static_cast<std::size_t>(src.pitch), row_bytes, n);
           PIXELKIT_CUDA_TRY(cudaMemcpy2DAsync(dsrc_base + dpitch * y0, dpitch, to, row_bytes, row_bytes, n,
                                               cudaMemcpyHostToDevice, stream_of(s)));
         }
