@@ -167,7 +167,7 @@ def plot_study(plt, study, label, rows, out):
         for s in series:
             pts = [(p, cell[(x, s)]["time_ms"]) for p, x in zip(pos, xs) if (x, s) in cell and cell[(x, s)]["time_ms"]]
             if pts:
-                ax.plot([p for p, _ in pts], [t for _, t in pts], marker="o", label=s)
+                ax.plot([p for p, _ in pts], [t for _, t in pts], label=s)
     ax.set_yscale("log")
     ax.set_xticks(pos)
     ax.set_xticklabels(xs, rotation=30 if max(len(x) for x in xs) > 6 else 0, ha="right" if max(len(x) for x in xs) > 6 else "center")
@@ -192,7 +192,7 @@ def plot_study(plt, study, label, rows, out):
                 if b and r and b["time_ms"] and r["time_ms"]:
                     pts.append((p, b["time_ms"] / r["time_ms"]))
             if pts:
-                ax.plot([p for p, _ in pts], [v for _, v in pts], marker="o", label=s)
+                ax.plot([p for p, _ in pts], [v for _, v in pts], label=s)
         ax.set_yscale("log")
         ax.set_xticks(pos)
         ax.set_xticklabels(xs, rotation=30 if max(len(x) for x in xs) > 6 else 0, ha="right" if max(len(x) for x in xs) > 6 else "center")
@@ -260,6 +260,11 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt  # noqa: F811
+        from cycler import cycler
+        # Up to 20 series per plot: 20 distinct colours, markers cycling beside them.
+        colours = [plt.get_cmap("tab20")(i) for i in (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19)]
+        markers = ["o", "s", "^", "D", "v"] * 4
+        plt.rcParams["axes.prop_cycle"] = cycler(color=colours) + cycler(marker=markers)
     md = []
     studies = list(TITLES) + sorted({r["study"] for _, rows in runs for r in rows} - set(TITLES))
     for study in studies:
