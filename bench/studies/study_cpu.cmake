@@ -22,3 +22,12 @@ if(PIXELKIT_STUDY_CPU_OPENCV)
   target_link_libraries(study_cpu PRIVATE opencv_core opencv_imgproc)
 endif()
 message(STATUS "study_cpu: OpenCV comparison ${PIXELKIT_STUDY_CPU_OPENCV}")
+# A quick correctness run in CTest: the study's own sequential variants (the
+# seed's scan + transpose and one-pass integral) and the layouts must agree with
+# the ref backend (study_cpu exits 1 on any mismatch). Timings are not judged.
+if(PIXELKIT_BUILD_TESTS)
+  add_test(NAME study_cpu_checks
+    COMMAND study_cpu --quick --threads 2 --studies s003_sizes,s002_layout
+            --csv ${CMAKE_CURRENT_BINARY_DIR}/study_cpu_checks.csv)
+  set_tests_properties(study_cpu_checks PROPERTIES TIMEOUT 300)
+endif()
