@@ -153,6 +153,22 @@ def table_md(study, label, rows):
     return text
 
 
+def finish(plt, fig, ax, xs, ylabel, title, path):
+    """Log y axis, the x labels at 0..n-1, grid, legend; saves the figure to `path`, returns it."""
+    long_labels = max(len(x) for x in xs) > 6
+    ax.set_yscale("log")
+    ax.set_xticks(list(range(len(xs))))
+    ax.set_xticklabels(xs, rotation=30 if long_labels else 0, ha="right" if long_labels else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def plot_study(plt, study, label, rows, out):
     xs, series, cell = study_grid(rows)
     files = []
@@ -168,18 +184,8 @@ def plot_study(plt, study, label, rows, out):
             pts = [(p, cell[(x, s)]["time_ms"]) for p, x in zip(pos, xs) if (x, s) in cell and cell[(x, s)]["time_ms"]]
             if pts:
                 ax.plot([p for p, _ in pts], [t for _, t in pts], label=s)
-    ax.set_yscale("log")
-    ax.set_xticks(pos)
-    ax.set_xticklabels(xs, rotation=30 if max(len(x) for x in xs) > 6 else 0, ha="right" if max(len(x) for x in xs) > 6 else "center")
-    ax.set_ylabel("time (ms, median, log scale)")
-    ax.set_title("%s\n(%s)" % (TITLES.get(study, study), label), fontsize=10)
-    ax.grid(True, which="both", axis="y", alpha=0.3)
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    f = os.path.join(out, "%s-%s.png" % (label, study))
-    fig.savefig(f, dpi=90)
-    plt.close(fig)
-    files.append(f)
+    files.append(finish(plt, fig, ax, xs, "time (ms, median, log scale)", "%s\n(%s)" % (TITLES.get(study, study), label),
+                        os.path.join(out, "%s-%s.png" % (label, study))))
 
     if "seq" in series:
         fig, ax = plt.subplots(figsize=(8, 4.8))
@@ -193,18 +199,9 @@ def plot_study(plt, study, label, rows, out):
                     pts.append((p, b["time_ms"] / r["time_ms"]))
             if pts:
                 ax.plot([p for p, _ in pts], [v for _, v in pts], label=s)
-        ax.set_yscale("log")
-        ax.set_xticks(pos)
-        ax.set_xticklabels(xs, rotation=30 if max(len(x) for x in xs) > 6 else 0, ha="right" if max(len(x) for x in xs) > 6 else "center")
-        ax.set_ylabel("speed-up over seq (log scale)")
-        ax.set_title("%s: speed-up\n(%s)" % (TITLES.get(study, study), label), fontsize=10)
-        ax.grid(True, which="both", axis="y", alpha=0.3)
-        ax.legend(fontsize=8, ncol=2)
-        fig.tight_layout()
-        f = os.path.join(out, "%s-%s-speedup.png" % (label, study))
-        fig.savefig(f, dpi=90)
-        plt.close(fig)
-        files.append(f)
+        files.append(finish(plt, fig, ax, xs, "speed-up over seq (log scale)",
+                            "%s: speed-up\n(%s)" % (TITLES.get(study, study), label),
+                            os.path.join(out, "%s-%s-speedup.png" % (label, study))))
 
     threaded = [s for s in series if re.fullmatch(r"cpu_(\d+)t", s)]
     if study == "s004_edge" and len(threaded) > 1:
