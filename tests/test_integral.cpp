@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "integral/integral_backends.hpp"
+#include "integral/integral_cpu_hooks.hpp"
 #include "pixelkit/config.hpp"
 #include "pixelkit/filter.hpp"
 #include "pixelkit/integral.hpp"
@@ -716,6 +717,40 @@ TEST(IntegralCudaLookBack, OneOperatorOnTwoStreamsWithoutSynchronising) {
   cudaStreamDestroy(st[1]);
 }
 
+// The u8 one-channel kernel loads a lane's 8 pixels as one word where the
+// image's base and pitch are 8-aligned, byte by byte otherwise (and at the
+// right edge). Device views (the host path uploads into aligned rows) at every
+// alignment and odd pitches, heights around both tile heights (128 rows for
+// the sum alone, 256 with the squared sum), every u8 output type.
+TEST(IntegralCudaLookBack, OneChannelU8AtEveryAlignmentAndTableType) {
+  PIXELKIT_REQUIRE_GPU();
+  std::uint32_t seed = 3400;
+  for (int pad : {0, 3, 8})
+    for (int off : {0, 1, 5, 8}) {
+      const int w = 517 + off, h = 250 + 3 * off + pad, wp = off + w + pad;
+      const Image parent = random_image(wp, h, 1, PixelType::u8, ++seed);
+      std::vector<unsigned char> packed(static_cast<std::size_t>(wp) * h);
+      for (int y = 0; y < h; ++y) std::memcpy(packed.data() + static_cast<std::size_t>(y) * wp, parent.cview().row<unsigned char>(y), wp);
+      Image buf(static_cast<int>(packed.size()) + 16, 1, 1, PixelType::u8, Memory::device);
+      ASSERT_EQ(cudaMemcpy(buf.view().data, packed.data(), packed.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      const ConstImageView dview =
+          make_view(static_cast<unsigned char*>(buf.view().data) + off, w, h, 1, PixelType::u8, Memory::device, wp);
+      const ConstImageView hview = parent.cview().sub(off, 0, w, h);
+      for (TableType st : {TableType::u32, TableType::i64, TableType::f64})
+        for (int kind = 0; kind < 3; ++kind) {
+          const IntegralRequest req = request(kind != 2, kind != 1, false, st,
+                                              st == TableType::f64 ? TableType::f64 : TableType::u64);
+          const IntegralTables want = run(Backend::ref, hview, req);
+          const IntegralTables got = run(Backend::cuda, dview, req);
+          const std::string where = "offset " + std::to_string(off) + " pitch " + std::to_string(wp) + " " +
+                                    std::to_string(w) + "x" + std::to_string(h) + " sum " + to_string(st) + " kind " +
+                                    std::to_string(kind);
+          if (kind != 2) EXPECT_TRUE(tables_agree(got.sum.view(), want.sum.view())) << "sum: " << where;
+          if (kind != 1) EXPECT_TRUE(tables_agree(got.sqsum.view(), want.sqsum.view())) << "sqsum: " << where;
+        }
+    }
+}
+
 TEST(IntegralCudaLookBack, EveryBenchmarkVariantEqualsRef) {
   PIXELKIT_REQUIRE_GPU();
   std::uint32_t seed = 3300;
@@ -935,6 +970,184 @@ TEST(IntegralCli, BadInputHasAClearMessageAnExitCodeAndNoOutput) {
   }
   std::filesystem::remove_all(dir);
 }
+
+
+// ---- cpu backend kernels: AVX2 and SSE2 rows, streaming stores, band pre-pass ----------------
+// (integral_cpu.cpp; hooks in integral_cpu_hooks.hpp.) Every case against ref,
+// integer tables bit for bit.
+
+struct CpuHooksReset {
+  ~CpuHooksReset() {
+    detail::set_integral_cpu_baseline(false);
+    detail::set_integral_cpu_stream_threshold(0);
+  }
+};
+
+std::vector<bool> cpu_isa_paths() {  // true = forced baseline
+  std::vector<bool> v{true};
+  const char* env = std::getenv("PIXELKIT_CPU_BASELINE");  // forces the baseline too
+  if (detail::integral_cpu_avx2_available() && !(env && *env && std::strcmp(env, "0") != 0)) v.push_back(false);
+  return v;
+}
+
+::testing::AssertionResult cpu_equals_ref(const ConstImageView& src, const IntegralRequest& req, int threads,
+                                          std::string* path = nullptr) {
+  const IntegralTables want = run(Backend::ref, src, req);
+  const IntegralRequest r = resolve_request(req, src.type);
+  IntegralTables got;
+  if (r.sum) { got.sum = IntegralTable(src.width, src.height, src.channels, r.sum_type); poison(got.sum); }
+  if (r.sqsum) { got.sqsum = IntegralTable(src.width, src.height, src.channels, r.sqsum_type); poison(got.sqsum); }
+  RunInfo info;
+  Options o;
+  o.backend = Backend::cpu;
+  o.threads = threads;
+  o.info = &info;
+  Integral op(req);
+  op(src, got, o);
+  if (path) *path = info.path;
+  const std::string what = label(src) + " sum " + to_string(r.sum_type) + " sqsum " + to_string(r.sqsum_type) +
+                           ", " + std::to_string(threads) + " thread(s), " + info.path;
+  if (r.sum) {
+    auto a = tables_agree(got.sum.view(), want.sum.view());
+    if (!a) return ::testing::AssertionFailure() << "sum: " << what << ": " << a.message();
+  }
+  if (r.sqsum) {
+    auto a = tables_agree(got.sqsum.view(), want.sqsum.view());
+    if (!a) return ::testing::AssertionFailure() << "sqsum: " << what << ": " << a.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// The u8 request combinations: sum u32 / i64 / f64 alone, with sqsum u64 / f64, sqsum alone.
+std::vector<IntegralRequest> u8_requests() {
+  std::vector<IntegralRequest> v;
+  for (TableType st : {TableType::u32, TableType::i64, TableType::f64}) {
+    v.push_back(request(true, false, false, st));
+    v.push_back(request(true, true, false, st, st == TableType::f64 ? TableType::f64 : TableType::u64));
+  }
+  v.push_back(request(false, true, false, TableType::automatic, TableType::u64));
+  v.push_back(request(false, true, false, TableType::automatic, TableType::f64));
+  return v;
+}
+
+Image filled(int w, int h, int c, std::uint8_t value) {
+  Image img(w, h, c, PixelType::u8);
+  for (int y = 0; y < h; ++y) std::memset(img.view().row<std::uint8_t>(y), value, img.view().row_bytes());
+  return img;
+}
+
+TEST(IntegralCpuKernels, BothRowPathsOddWidthsSubViewsChannelsAndEveryType) {
+  CpuHooksReset reset;
+  std::vector<int> widths;
+  for (int w = 1; w <= 70; ++w) widths.push_back(w);
+  for (int w : {79, 80, 81, 95, 96, 97, 127, 128, 129, 255, 256, 257}) widths.push_back(w);
+  std::uint32_t seed = 9000;
+  for (bool base : cpu_isa_paths()) {
+    detail::set_integral_cpu_baseline(base);
+    for (int c : {1, 3, 4})
+      for (int w : widths) {
+        const int h = 2 + w % 5;
+        // A sub-image view: pitch > width, an odd start address.
+        const Image parent = random_image(w + 5, h + 3, c, PixelType::u8, ++seed);
+        const ConstImageView src = parent.cview().sub(3, 2, w, h);
+        for (const IntegralRequest& req : u8_requests()) {
+          std::string path;
+          ASSERT_TRUE(cpu_equals_ref(src, req, 1, &path)) << (base ? "baseline" : "avx2");
+          if (c == 1) EXPECT_NE(path.find(base ? "sse2" : "avx2"), std::string::npos) << path;
+        }
+        if (w % 7 == 0) {  // f32 images: every row path is the generic one; still vs ref
+          const Image f = random_image(w, h, c, PixelType::f32, ++seed);
+          ASSERT_TRUE(cpu_equals_ref(f, request(true, true, false), 1));
+          ASSERT_TRUE(cpu_equals_ref(f, request(true, true, false, TableType::f32, TableType::f32), 1));
+        }
+      }
+  }
+}
+
+TEST(IntegralCpuKernels, AllWhiteRowsAtTheWidthLimits) {
+  // 255 everywhere: the largest row prefixes. 33025 is the widest row whose
+  // squared-sum prefix the AVX2 kernel converts to f64 as i32; 66051 the
+  // widest whose prefix fits u32 (wider rows take the generic loop).
+  CpuHooksReset reset;
+  for (bool base : cpu_isa_paths()) {
+    detail::set_integral_cpu_baseline(base);
+    for (int w : {33024, 33025, 33026, 66051, 66052})
+      for (int c : {1, 3}) {
+        if (c == 3 && w > 33026) continue;
+        const Image src = filled(w, 3, c, 255);
+        for (const IntegralRequest& req : u8_requests()) ASSERT_TRUE(cpu_equals_ref(src, req, 1));
+      }
+    const Image tall = filled(77, 300, 1, 255);
+    for (const IntegralRequest& req : u8_requests()) ASSERT_TRUE(cpu_equals_ref(tall, req, 1));
+  }
+}
+
+TEST(IntegralCpuKernels, StreamingStoresAboveTheThreshold) {
+  CpuHooksReset reset;
+  detail::set_integral_cpu_stream_threshold(1);  // every 8-byte table streams
+  std::uint32_t seed = 9100;
+  for (bool base : cpu_isa_paths()) {
+    detail::set_integral_cpu_baseline(base);
+    for (int w : {1, 2, 3, 5, 8, 15, 16, 17, 31, 33, 63, 64, 65, 70, 257})
+      for (int threads : {1, 2}) {
+        const Image parent = random_image(w + 4, 41, 1, PixelType::u8, ++seed);
+        const ConstImageView src = parent.cview().sub(1, 1, w, 39);
+        for (const IntegralRequest& req : u8_requests()) {
+          std::string path;
+          ASSERT_TRUE(cpu_equals_ref(src, req, threads, &path));
+          const IntegralRequest r = resolve_request(req, PixelType::u8);
+          const bool wide = !(r.sum && r.sum_type == TableType::u32);
+          EXPECT_EQ(path.find("streaming stores") != std::string::npos, wide) << path;
+        }
+      }
+    // Caller tables whose rows start off a 32-byte boundary (pitch not a multiple of 32).
+    const Image img = random_image(45, 30, 1, PixelType::u8, ++seed);
+    for (int shift : {8, 16, 24}) {
+      IntegralTable big_s(45 + 8, 31, 1, TableType::i64), big_q(45 + 8, 31, 1, TableType::u64);
+      IntegralViews v;
+      v.sum = big_s.view();
+      v.sqsum = big_q.view();
+      for (IntegralTableView* t : {&v.sum, &v.sqsum}) {
+        t->data = static_cast<unsigned char*>(t->data) + shift;
+        t->width = 46;
+        t->height = 31;
+        t->pitch = t->pitch - 8;
+      }
+      poison(v.sum);
+      poison(v.sqsum);
+      Options o;
+      o.backend = Backend::cpu;
+      o.threads = 2;
+      Integral op(request(true, true, false, TableType::i64, TableType::u64));
+      op(img.cview(), v, o);
+      const IntegralTables want = run(Backend::ref, img.cview(), request(true, true, false));
+      EXPECT_TRUE(tables_agree(v.sum, want.sum.view())) << "shift " << shift;
+      EXPECT_TRUE(tables_agree(v.sqsum, want.sqsum.view())) << "shift " << shift;
+    }
+  }
+}
+
+TEST(IntegralCpuKernels, BandPrePassAnyThreadCount) {
+  // Bands taller than the pre-pass's 257-row u16 chunks, all-255 to catch an
+  // overflow, thread counts that do not divide the width or the height.
+  CpuHooksReset reset;
+  std::uint32_t seed = 9200;
+  for (bool base : cpu_isa_paths()) {
+    detail::set_integral_cpu_baseline(base);
+    for (int threads : {2, 3, 5, 8}) {
+      ASSERT_TRUE(cpu_equals_ref(filled(203, 1300, 1, 255), request(true, true, false), threads));
+      ASSERT_TRUE(cpu_equals_ref(filled(67, 900, 3, 255), request(true, true, false, TableType::u32, TableType::f64),
+                                 threads));
+      for (int c : {1, 3, 4}) {
+        const Image img = random_image(130 + threads, 257 * 2 + threads, c, PixelType::u8, ++seed);
+        for (const IntegralRequest& req : u8_requests()) ASSERT_TRUE(cpu_equals_ref(img, req, threads));
+        const Image f = random_image(90, 300, c, PixelType::f32, ++seed);
+        ASSERT_TRUE(cpu_equals_ref(f, request(true, true, false), threads));
+      }
+    }
+  }
+}
+// ---- end cpu backend kernels ----
 
 }  // namespace
 }  // namespace pixelkit::test

@@ -48,7 +48,9 @@ std::unique_ptr<CudaIntegral> make_cuda_integral();
 /// sum, for bench_integral_gpu. 0 is production (the single-pass tiled scan
 /// with decoupled look-back); 1 is the previous 4-launch reduce-then-scan (any
 /// input); 2.. are other single-pass tile configurations (u8 input, 1 channel
-/// except where the name says "u8"; other inputs run production). Every variant computes the same tables. Not
+/// except where the name says "u8"; other inputs run production); 5 is the
+/// generic int64 kernel on u8 one-channel images (production there before the
+/// u8 one-channel kernel), 6.. that kernel's other tile shapes. Every variant computes the same tables. Not
 /// thread-safe; never set outside benchmarks and tests.
 int integral_cuda_variants();
 const char* integral_cuda_variant_name(int variant);

@@ -20,6 +20,10 @@
 //     (in-thread scan + cub::WarpScan + row carry), accumulates down in
 //     registers and stores every entry exactly once, coalesced through shared
 //     memory.
+// u8 images of one channel (the commonest request) take single_pass_u8c1_kernel:
+// the same tiles and look-back, but 8-byte loads per lane, dp4a row totals
+// and 32-bit arithmetic inside the tile (a tile's sums fit u32); 128-row
+// tiles of 4 warps for one table, 256-row tiles of 8 warps for both.
 // Flags are one word per tile and direction, (epoch << 2) | state, so nothing
 // is cleared per call; one warp publishes (payload, fence, release-store of the
 // flag) while the others look back (relaxed flag loads over a window of 8
@@ -92,7 +96,10 @@ int g_variant = 0;
 unsigned g_first_epoch = 0;  // test hook: the epoch a new operator starts from (set_integral_cuda_first_epoch)
 const char* const kVariantNames[] = {"single pass, look-back (production)", "4-launch reduce-then-scan (previous)",
                                      "single pass W8 TH64 minB2 (u8 1ch)", "single pass W2 TH64 minB8 (u8 1ch)",
-                                     "single pass W4 TH64 minB4 (u8)"};
+                                     "single pass W4 TH64 minB4 (u8)",
+                                     "single pass, generic int64 kernel (u8 1ch; the production path before the u8 kernel)",
+                                     "single pass u8 1ch kernel TH64 W4 minB6", "single pass u8 1ch kernel TH128 W8 minB3",
+                                     "single pass u8 1ch kernel TH256 W8 minB2"};
 
 // ---- device helpers ----------------------------------------------------------------
 
@@ -646,6 +653,104 @@ __device__ __forceinline__ void look_back(const unsigned* flags, const Acc* agg,
   }
 }
 
+/// Steps 2 and 3 of a single-pass tile, shared by the kernels. With hvec (per
+/// table: row totals, then the tile total; [NT][LH]) and vvec (per table:
+/// column totals, then C elements filled here; [NT][LV]) complete in shared
+/// memory: the last warp publishes the horizontal aggregate while the others
+/// look back along the tile row (-> hcar: row carries, and in the extra element
+/// everything left of the tile in its rows, which also becomes vvec's extra
+/// element); then the last warp publishes the horizontal prefix and the
+/// vertical aggregate under one fence while the others look back up the tile
+/// column (-> vcar: column carries, and in the extra element the corner).
+/// Called by every thread of the block; ends after a barrier.
+template <typename Acc, int C, int NW, int LH, int LV, int NT>
+__device__ __forceinline__ void look_back_phases(const LookBackState& lb, long long tix, int ti, int tj, int ntj,
+                                                 Acc* hvec, Acc* vvec, Acc* hcar, Acc* vcar) {
+  constexpr int WIN = 8, LB_THREADS = 32 * (NW - 1);
+  constexpr int MH = (LH * NT + LB_THREADS - 1) / LB_THREADS, MV = (LV * NT + LB_THREADS - 1) / LB_THREADS;
+  constexpr int ROWS_C = LH - C, NV = LV - C;  // TH * C row totals, 32 * E column totals
+  const int tid = threadIdx.x, lane = tid % 32;
+  const unsigned ep = lb.epoch << 2;
+  Acc* const hagg = static_cast<Acc*>(lb.hagg) + tix * (LH * NT);
+  Acc* const hinc = static_cast<Acc*>(lb.hinc) + tix * (LH * NT);
+  Acc* const vagg = static_cast<Acc*>(lb.vagg) + tix * (LV * NT);
+  Acc* const vinc = static_cast<Acc*>(lb.vinc) + tix * (LV * NT);
+  // The last warp publishes (payload, fence, flag) while the others look
+  // back: a fence waits for the stores to land, and only one warp waits.
+  const bool publisher = tid / 32 == NW - 1;
+
+  // 2. Horizontal: row carries (and, in the extra element, the sum of
+  //    everything left of the tile in its rows).
+  if (publisher) {
+    publish_warp(lb.hflag + tix, tj == 0 ? hinc : hagg, hvec, LH * NT, ep | (tj == 0 ? kFlagPrefix : kFlagAggregate));
+  } else {
+    Acc carry[MH];
+    if (tj == 0) {
+#pragma unroll
+      for (int m = 0; m < MH; ++m) carry[m] = Acc(0);
+    } else {
+      look_back<Acc, MH, WIN, LB_THREADS>(lb.hflag, static_cast<const Acc*>(lb.hagg), static_cast<const Acc*>(lb.hinc),
+                                          LH * NT, static_cast<long long>(ti) * ntj, 1, tj, lb.epoch, carry);
+    }
+#pragma unroll
+    for (int m = 0; m < MH; ++m) {
+      const int k = tid + m * LB_THREADS;
+      if (k < LH * NT) {
+        hcar[k] = carry[m];
+        const int t = k / LH, e = k % LH;
+        if (e >= ROWS_C) vvec[t * LV + NV + (e - ROWS_C)] = carry[m];  // the vertical aggregate's extra element
+      }
+    }
+  }
+  __syncthreads();
+
+  // 3. Vertical: column carries and the corner. Meanwhile the publisher
+  //    publishes this tile's horizontal prefix and its vertical aggregate
+  //    (column totals and the sum of its row carries) under one fence.
+  if (publisher) {
+    Acc* const vout = ti == 0 ? vinc : vagg;  // the top tile row has no carries: its aggregate is its prefix
+    if (tj != 0)
+      for (int k = lane; k < LH * NT; k += 32) hinc[k] = hcar[k] + hvec[k];
+    for (int k = lane; k < LV * NT; k += 32) vout[k] = vvec[k];
+    __threadfence();
+    __syncwarp();
+    if (lane == 0) {
+      if (tj != 0) st_release_gpu(lb.hflag + tix, ep | kFlagPrefix);
+      st_release_gpu(lb.vflag + tix, ep | (ti == 0 ? kFlagPrefix : kFlagAggregate));
+    }
+  } else {
+    Acc carry[MV];
+    if (ti == 0) {
+#pragma unroll
+      for (int m = 0; m < MV; ++m) carry[m] = Acc(0);
+    } else {
+      look_back<Acc, MV, WIN, LB_THREADS>(lb.vflag, static_cast<const Acc*>(lb.vagg), static_cast<const Acc*>(lb.vinc),
+                                          LV * NT, tj, ntj, ti, lb.epoch, carry);
+    }
+#pragma unroll
+    for (int m = 0; m < MV; ++m) {
+      const int k = tid + m * LB_THREADS;
+      if (k < LV * NT) vcar[k] = carry[m];
+    }
+  }
+  __syncthreads();
+}
+
+/// The vertical inclusive prefix (column carries + column totals), published
+/// by the last warp once the block no longer needs it for anything else: only
+/// this warp's rows wait for the fence. Not for the top tile row (its
+/// aggregate was already published as a prefix).
+template <typename Acc, int LV, int NT>
+__device__ __forceinline__ void publish_vertical_prefix(const LookBackState& lb, long long tix, const Acc* vcar,
+                                                        const Acc* vvec) {
+  const int lane = threadIdx.x % 32;
+  Acc* const vinc = static_cast<Acc*>(lb.vinc) + tix * (LV * NT);
+  for (int k = lane; k < LV * NT; k += 32) vinc[k] = vcar[k] + vvec[k];
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) st_release_gpu(lb.vflag + tix, (lb.epoch << 2) | kFlagPrefix);
+}
+
 /// A single-pass configuration: E elements per lane (tile width 32*E/C
 /// pixels), TH rows per tile, WARPS warps per tile (each on TH/WARPS rows),
 /// MINB blocks per SM asked of the compiler.
@@ -662,8 +767,6 @@ template <typename Tin, int C, int E, int TH, int WARPS_, bool S, bool Q> struct
   static constexpr int P = 32 * (E + 1);                ///< padded row (one pad per lane)
   static constexpr int LH = (TH + 1) * C;               ///< row totals + the tile total
   static constexpr int LV = NV + C;                     ///< column totals + the row-carry sum
-  static constexpr int LB_THREADS = 32 * (WARPS - 1);  ///< the look-back threads (the last warp publishes)
-  static constexpr int MH = (LH * NT + LB_THREADS - 1) / LB_THREADS, MV = (LV * NT + LB_THREADS - 1) / LB_THREADS;
   // Acc arrays first (8-byte aligned), then the input tile.
   static constexpr std::size_t colpart = 0;                                      // [NT][WARPS][P]
   static constexpr std::size_t wsum = colpart + std::size_t(NT) * WARPS * P;     // [NT][WARPS][C]
@@ -722,7 +825,6 @@ __global__ void __launch_bounds__(32 * NW, MINB)
                 LV = L::LV, NT = L::NT, TQ = L::TQ, TW = NV / C;
   static_assert(E % C == 0 && E % 2 == 0 && TH % WARPS == 0 && WARPS >= 2,
                 "E: whole pixels per lane, E + 1 odd; TH: whole warps; one warp publishes, the others look back");
-  constexpr int WIN = 8;
   extern __shared__ __align__(16) unsigned char sp_smem[];
   Acc* const sm = reinterpret_cast<Acc*>(sp_smem);
   Acc* const colpart = sm + L::colpart;
@@ -851,85 +953,13 @@ __global__ void __launch_bounds__(32 * NW, MINB)
   }
   __syncthreads();
 
-  const unsigned ep = lb.epoch << 2;
-  Acc* const hagg = static_cast<Acc*>(lb.hagg) + tix * (LH * NT);
-  Acc* const hinc = static_cast<Acc*>(lb.hinc) + tix * (LH * NT);
-  Acc* const vagg = static_cast<Acc*>(lb.vagg) + tix * (LV * NT);
-  Acc* const vinc = static_cast<Acc*>(lb.vinc) + tix * (LV * NT);
-  // The last warp publishes (payload, fence, flag) while the others look
-  // back: a fence waits for the stores to land, and only one warp waits.
-  const bool publisher = warp == NW - 1;
-
-  // 2. Horizontal: row carries (and, in the extra element, the sum of
-  //    everything left of the tile in its rows).
-  if (publisher) {
-    publish_warp(lb.hflag + tix, tj == 0 ? hinc : hagg, hvec, LH * NT, ep | (tj == 0 ? kFlagPrefix : kFlagAggregate));
-  } else {
-    Acc carry[L::MH];
-    if (tj == 0) {
-#pragma unroll
-      for (int m = 0; m < L::MH; ++m) carry[m] = Acc(0);
-    } else {
-      look_back<Acc, L::MH, WIN, L::LB_THREADS>(lb.hflag, static_cast<const Acc*>(lb.hagg),
-                                                static_cast<const Acc*>(lb.hinc), LH * NT,
-                                                static_cast<long long>(ti) * g.ntj, 1, tj, lb.epoch, carry);
-    }
-#pragma unroll
-    for (int m = 0; m < L::MH; ++m) {
-      const int k = tid + m * L::LB_THREADS;
-      if (k < LH * NT) {
-        hcar[k] = carry[m];
-        const int t = k / LH, e = k % LH;
-        if (e >= TH * C) vvec[t * LV + NV + (e - TH * C)] = carry[m];  // the vertical aggregate's extra element
-      }
-    }
-  }
-  __syncthreads();
-
-  // 3. Vertical: column carries and the corner. Meanwhile the publisher
-  //    publishes this tile's horizontal prefix and its vertical aggregate
-  //    (column totals and the sum of its row carries) under one fence.
-  if (publisher) {
-    Acc* const vout = ti == 0 ? vinc : vagg;  // the top tile row has no carries: its aggregate is its prefix
-    if (tj != 0)
-      for (int k = lane; k < LH * NT; k += 32) hinc[k] = hcar[k] + hvec[k];
-    for (int k = lane; k < LV * NT; k += 32) vout[k] = vvec[k];
-    __threadfence();
-    __syncwarp();
-    if (lane == 0) {
-      if (tj != 0) st_release_gpu(lb.hflag + tix, ep | kFlagPrefix);
-      st_release_gpu(lb.vflag + tix, ep | (ti == 0 ? kFlagPrefix : kFlagAggregate));
-    }
-  } else {
-    Acc carry[L::MV];
-    if (ti == 0) {
-#pragma unroll
-      for (int m = 0; m < L::MV; ++m) carry[m] = Acc(0);
-    } else {
-      look_back<Acc, L::MV, WIN, L::LB_THREADS>(lb.vflag, static_cast<const Acc*>(lb.vagg),
-                                                static_cast<const Acc*>(lb.vinc), LV * NT, tj, g.ntj, ti, lb.epoch,
-                                                carry);
-    }
-#pragma unroll
-    for (int m = 0; m < L::MV; ++m) {
-      const int k = tid + m * L::LB_THREADS;
-      if (k < LV * NT) vcar[k] = carry[m];
-    }
-  }
-  __syncthreads();
-
+  look_back_phases<Acc, C, NW, LH, LV, NT>(lb, tix, ti, tj, g.ntj, hvec, vvec, hcar, vcar);
   // 4. The tables.
   Acc a_s[E], a_q[E];
   if (S) init_top_sp<Acc, C, E, R>(vcar, hcar, colpart, warp, lane, a_s);
   if (Q) init_top_sp<Acc, C, E, R>(vcar + TQ * LV, hcar + TQ * LH, colpart + TQ * WARPS * P, warp, lane, a_q);
   __syncthreads();  // colpart becomes the store staging below
-  if (publisher && ti != 0) {
-    // The vertical prefix; this warp's rows wait for its fence, the others' do not.
-    for (int k = lane; k < LV * NT; k += 32) vinc[k] = vcar[k] + vvec[k];
-    __threadfence();
-    __syncwarp();
-    if (lane == 0) st_release_gpu(lb.vflag + tix, ep | kFlagPrefix);
-  }
+  if (warp == NW - 1 && ti != 0) publish_vertical_prefix<Acc, LV, NT>(lb, tix, vcar, vvec);
   Acc* const stage = colpart + warp * P;
   for (int rr = 0; rr < R; ++rr) {
     const int row = warp * R + rr, y = r0 + row;
@@ -956,6 +986,337 @@ __global__ void __launch_bounds__(32 * NW, MINB)
       for (int e = 0; e < E; ++e) q[e] = v[e] * v[e];
       scan_row<Acc, C, E>(q, carry, a_q, stage, lane, nvalid, oq.row(y + 1), first, oq.type);
       if (tj == 0 && lane < C) store_as(oq.row(y + 1), lane, oq.type, Acc(0));
+    }
+  }
+}
+
+// ---- single pass, u8 one channel: 32-bit arithmetic inside the tile ----------------------
+//
+// The commonest request (a grey u8 image) has its own kernel. Same tiles (TH
+// rows x 256 pixels), tickets and look-back as single_pass_kernel, but
+//  - each lane loads its 8 consecutive pixels of a row as one 8-byte word
+//    (byte loads only where the image's base or pitch is not 8-aligned or at
+//    the right edge), stored as such in shared memory (16-byte chunks of a row
+//    XOR-swizzled by the row, so row-wise and lane-wise reads are both free of
+//    bank conflicts);
+//  - column sums run in 16-bit halves of 32-bit words (two columns per add),
+//    row totals are one thread per row over the shared tile with dp4a (4
+//    pixels per instruction, squares too);
+//  - inside the tile everything is u32: a tile's sums are below 2^32 (squares:
+//    TH * 256 * 255^2 < 2^32 for TH <= 256); only the carries from other tiles
+//    and the accumulated table entries are 64-bit.
+
+/// Shared memory of single_pass_u8c1_kernel (dynamic, sized on the host).
+template <int TH, int NW, bool S, bool Q> struct SpU8Layout {
+  static constexpr int NT = (S ? 1 : 0) + (Q ? 1 : 0), TQ = S ? 1 : 0;
+  static constexpr int NV = 256, LH = TH + 1, LV = NV + 1;
+  // int64 look-back vectors first.
+  static constexpr std::size_t hvec = 0, vvec = hvec + NT * LH, hcar = vvec + NT * LV, vcar = hcar + NT * LH;
+  static constexpr std::size_t acc_bytes = (vcar + NT * LV) * 8;
+  // Then one region that holds the warps' u32 column sums [NT][NW][NV], and,
+  // once the top rows are built, each warp's store staging (NV int64).
+  static constexpr std::size_t uni = (acc_bytes + 15) / 16 * 16;
+  static constexpr std::size_t col_bytes = std::size_t(NT) * NW * NV * 4, stage_bytes = std::size_t(NW) * NV * 8;
+  static constexpr std::size_t tile = uni + (col_bytes > stage_bytes ? col_bytes : stage_bytes);  // [TH][256] u8
+  static constexpr std::size_t misc = tile + std::size_t(TH) * 256;  // ticket, then the warps' tile totals [NT][NW]
+  static constexpr std::size_t bytes = misc + 16 + std::size_t(NT) * NW * 4;
+};
+
+/// Byte offset of 16-byte chunk `chunk` of tile row `row` (swizzled).
+__device__ __forceinline__ int u8_tile_at(int row, int chunk) { return row * 256 + ((chunk ^ (row & 15)) << 4); }
+
+/// Position of entry j (0..255) of a warp's store staging: pairs of entries
+/// (16-byte units) XOR-swizzled so that a lane's 8 consecutive entries
+/// (4 x 16-byte stores) and a warp's 32 consecutive entries (8-byte loads)
+/// are both free of bank conflicts.
+__device__ __forceinline__ int u8_stage_at(int j) {
+  const int u = j >> 1;
+  return ((u ^ ((u >> 3) & 7)) << 1) | (j & 1);
+}
+
+/// A lane's 8 pixels of a row (pixels past n read as 0).
+__device__ __forceinline__ uint2 load8_u8(const std::uint8_t* p, int n, bool aligned) {
+  if (aligned && n >= 8) return __ldcs(reinterpret_cast<const uint2*>(p));
+  uint2 w = make_uint2(0u, 0u);
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    if (k < n) {
+      const unsigned b = p[k];
+      if (k < 4) w.x |= b << (8 * k);
+      else w.y |= b << (8 * (k - 4));
+    }
+  return w;
+}
+
+__device__ __forceinline__ unsigned warp_inclusive_scan_u32(unsigned v, int lane) {
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned n = __shfl_up_sync(0xffffffffu, v, o);
+    if (lane >= o) v += n;
+  }
+  return v;
+}
+__device__ __forceinline__ unsigned warp_sum_u32(unsigned v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+struct AddI64 {
+  __device__ __forceinline__ long long operator()(long long a, long long b) const { return a + b; }
+};
+
+/// The table row above warp `warp`'s first row for the lane's 8 entries: the
+/// column carries plus the column sums of the warps above (u32), scanned along
+/// the row from the corner plus the row carries of the rows above the warp.
+template <int NW, int R>
+__device__ __forceinline__ void init_top_u8(const std::int64_t* vcar, const std::int64_t* hcar, const unsigned* colpart,
+                                            int warp, int lane, std::int64_t (&acc)[8]) {
+  using WarpScan = cub::WarpScan<long long>;
+  typename WarpScan::TempStorage unused;  // the shuffle implementation needs no storage
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int j = lane * 8 + e;
+    unsigned above = 0;
+    for (int w = 0; w < warp; ++w) above += colpart[w * 256 + j];
+    acc[e] = vcar[j] + above;
+  }
+#pragma unroll
+  for (int e = 1; e < 8; ++e) acc[e] += acc[e - 1];
+  // The row carries of the rows above the warp, summed across the lanes.
+  long long start = 0;
+  for (int r = lane; r < warp * R; r += 32) start += hcar[r];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) start += __shfl_xor_sync(0xffffffffu, start, o);
+  start += vcar[256];  // the corner
+  long long ex;
+  WarpScan(unused).ExclusiveScan(static_cast<long long>(acc[7]), ex, start, AddI64());
+#pragma unroll
+  for (int e = 0; e < 8; ++e) acc[e] += ex;
+}
+
+/// One table row of a warp: scan the lane's 8 values along the row (u32),
+/// add the row carry, accumulate into acc (the row above) and store through
+/// the staging buffer, coalesced, in the table's type.
+template <typename T>
+__device__ __forceinline__ void store_staged(const std::int64_t (&acc)[8], std::int64_t* stage, int lane, int nvalid,
+                                             unsigned char* out_row, long long first) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    *reinterpret_cast<longlong2*>(stage + u8_stage_at(lane * 8 + 2 * k)) = make_longlong2(acc[2 * k], acc[2 * k + 1]);
+  __syncwarp();
+  T* out = reinterpret_cast<T*>(out_row) + first;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int j = i * 32 + lane;
+    if (j < nvalid) {
+      const std::int64_t x = stage[u8_stage_at(j)];
+      if constexpr (std::is_same<T, std::uint32_t>::value) out[j] = static_cast<std::uint32_t>(x);
+      else out[j] = static_cast<T>(x);
+    }
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void scan_row_u8(unsigned (&v)[8], std::int64_t carry, std::int64_t (&acc)[8],
+                                            std::int64_t* stage, int lane, int nvalid, unsigned char* out_row,
+                                            long long first, TableType type) {
+#pragma unroll
+  for (int e = 1; e < 8; ++e) v[e] += v[e - 1];
+  const unsigned inc = warp_inclusive_scan_u32(v[7], lane), ex = inc - v[7];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) acc[e] += static_cast<std::int64_t>(v[e] + ex) + carry;
+  switch (type) {
+    case TableType::u32: store_staged<std::uint32_t>(acc, stage, lane, nvalid, out_row, first); break;
+    case TableType::u64: store_staged<std::uint64_t>(acc, stage, lane, nvalid, out_row, first); break;
+    case TableType::f64: store_staged<double>(acc, stage, lane, nvalid, out_row, first); break;
+    default: store_staged<std::int64_t>(acc, stage, lane, nvalid, out_row, first); break;
+  }
+}
+
+// One block of NW warps per tile of TH rows x 256 pixels; warp w owns tile
+// rows w*R .. w*R+R-1. Steps as single_pass_kernel's (see the file comment).
+template <int TH, int NW, int MINB, bool S, bool Q>
+__global__ void __launch_bounds__(32 * NW, MINB)
+    single_pass_u8c1_kernel(View2D<const std::uint8_t> src, TileGrid g, LookBackState lb, TableOut os, TableOut oq) {
+  using Acc = std::int64_t;
+  using L = SpU8Layout<TH, NW, S, Q>;
+  constexpr int THREADS = 32 * NW, R = TH / NW, NV = L::NV, LH = L::LH, LV = L::LV, NT = L::NT, TQ = L::TQ;
+  constexpr int TPR = THREADS / TH;  // threads per row for the row totals
+  static_assert(TH % NW == 0 && NW >= 2 && R % 8 == 0 && TH <= 256 && THREADS % TH == 0 && 16 % TPR == 0,
+                "TH: whole warps of 8-row groups, at most 256 rows (u32 squares), 1/2/4/8/16 threads per row");
+  extern __shared__ __align__(16) unsigned char sp_smem[];
+  Acc* const sm = reinterpret_cast<Acc*>(sp_smem);
+  Acc* const hvec = sm + L::hvec;
+  Acc* const vvec = sm + L::vvec;
+  Acc* const hcar = sm + L::hcar;
+  Acc* const vcar = sm + L::vcar;
+  unsigned* const colpart = reinterpret_cast<unsigned*>(sp_smem + L::uni);
+  unsigned char* const tile = sp_smem + L::tile;
+  unsigned* const ticket_s = reinterpret_cast<unsigned*>(sp_smem + L::misc);
+  unsigned* const wtot = ticket_s + 4;  // [NT][NW]
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
+  if (tid == 0) {
+    const unsigned t = atomicAdd(lb.ticket, 1u);
+    if (t == ntiles - 1) atomicExch(lb.ticket, 0u);  // every ticket is taken: ready for the next launch
+    *ticket_s = t;
+  }
+  __syncthreads();
+  const long long tix = *ticket_s;
+  const int ti = static_cast<int>(tix / g.ntj), tj = static_cast<int>(tix % g.ntj);
+  const int x0 = tj * NV, r0 = ti * TH;
+  const int nvalid = min(NV, g.W - x0);
+  const long long first = x0 + 1;  // this tile's first entry in a table row
+
+  // Row 0 and column 0 of the tables are zero.
+  if (ti == 0 && warp == 0) {
+    for (int j = lane; j < nvalid; j += 32) {
+      if (S) store_as(os.row(0), first + j, os.type, Acc(0));
+      if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
+    }
+    if (tj == 0 && lane == 0) {
+      if (S) store_as(os.row(0), 0, os.type, Acc(0));
+      if (Q) store_as(oq.row(0), 0, oq.type, Acc(0));
+    }
+  }
+
+  // 1. Load: each lane 8 pixels per row, 8 rows in flight; into the shared
+  //    tile; column sums in registers (u32, two 16-bit columns per word for the
+  //    sum: TH * 255 < 2^16).
+  {
+    const bool aligned = ((reinterpret_cast<std::uintptr_t>(src.data) | static_cast<std::uintptr_t>(src.pitch)) & 7) == 0;
+    const int jl = lane * 8, n = nvalid - jl;
+    unsigned cs[4] = {0u, 0u, 0u, 0u}, cq[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) cq[k] = 0u;
+#pragma unroll 1
+    for (int rc = 0; rc < R; rc += 8) {
+      uint2 w[8];
+#pragma unroll
+      for (int rr = 0; rr < 8; ++rr) {
+        const int y = r0 + warp * R + rc + rr;
+        w[rr] = y < g.H ? load8_u8(src.row(y) + x0 + jl, n, aligned) : make_uint2(0u, 0u);
+      }
+#pragma unroll
+      for (int rr = 0; rr < 8; ++rr) {
+        const int row = warp * R + rc + rr;
+        *reinterpret_cast<uint2*>(tile + u8_tile_at(row, lane >> 1) + (lane & 1) * 8) = w[rr];
+        if (S) {
+          cs[0] += w[rr].x & 0x00FF00FFu;
+          cs[1] += (w[rr].x >> 8) & 0x00FF00FFu;
+          cs[2] += w[rr].y & 0x00FF00FFu;
+          cs[3] += (w[rr].y >> 8) & 0x00FF00FFu;
+        }
+        if (Q) {
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const unsigned a = (w[rr].x >> (8 * k)) & 0xFFu, b = (w[rr].y >> (8 * k)) & 0xFFu;
+            cq[k] += a * a;
+            cq[4 + k] += b * b;
+          }
+        }
+      }
+    }
+    // The warp's column sums -> shared; its share of the tile totals.
+    if (S) {
+      const uint4 lo = make_uint4(cs[0] & 0xFFFFu, cs[1] & 0xFFFFu, cs[0] >> 16, cs[1] >> 16);
+      const uint4 hi = make_uint4(cs[2] & 0xFFFFu, cs[3] & 0xFFFFu, cs[2] >> 16, cs[3] >> 16);
+      unsigned* dst = colpart + warp * NV + jl;
+      *reinterpret_cast<uint4*>(dst) = lo;
+      *reinterpret_cast<uint4*>(dst + 4) = hi;
+      const unsigned t = warp_sum_u32(lo.x + lo.y + lo.z + lo.w + hi.x + hi.y + hi.z + hi.w);
+      if (lane == 0) wtot[warp] = t;
+    }
+    if (Q) {
+      unsigned* dst = colpart + (TQ * NW + warp) * NV + jl;
+      *reinterpret_cast<uint4*>(dst) = make_uint4(cq[0], cq[1], cq[2], cq[3]);
+      *reinterpret_cast<uint4*>(dst + 4) = make_uint4(cq[4], cq[5], cq[6], cq[7]);
+      const unsigned t = warp_sum_u32(cq[0] + cq[1] + cq[2] + cq[3] + cq[4] + cq[5] + cq[6] + cq[7]);
+      if (lane == 0) wtot[TQ * NW + warp] = t;
+    }
+  }
+  __syncthreads();
+  // Row totals: TPR threads per row over the shared tile, 4 pixels per dp4a.
+  {
+    const int row = tid / TPR, part = tid % TPR;
+    unsigned rs = 0u, rq = 0u;
+#pragma unroll
+    for (int i = 0; i < 16 / TPR; ++i) {
+      const uint4 v = *reinterpret_cast<const uint4*>(tile + u8_tile_at(row, part * (16 / TPR) + i));
+      if (S) {
+        rs = __dp4a(v.x, 0x01010101u, rs);
+        rs = __dp4a(v.y, 0x01010101u, rs);
+        rs = __dp4a(v.z, 0x01010101u, rs);
+        rs = __dp4a(v.w, 0x01010101u, rs);
+      }
+      if (Q) {
+        rq = __dp4a(v.x, v.x, rq);
+        rq = __dp4a(v.y, v.y, rq);
+        rq = __dp4a(v.z, v.z, rq);
+        rq = __dp4a(v.w, v.w, rq);
+      }
+    }
+#pragma unroll
+    for (int o = 1; o < TPR; o <<= 1) {
+      if (S) rs += __shfl_xor_sync(0xffffffffu, rs, o);
+      if (Q) rq += __shfl_xor_sync(0xffffffffu, rq, o);
+    }
+    if (part == 0) {
+      if (S) hvec[row] = rs;
+      if (Q) hvec[TQ * LH + row] = rq;
+    }
+  }
+  // Tile totals and column totals.
+  if (tid < NT) {
+    unsigned a = 0u;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) a += wtot[tid * NW + w];
+    hvec[tid * LH + TH] = a;
+  }
+  for (int k = tid; k < NT * NV; k += THREADS) {
+    const int t = k / NV, j = k % NV;
+    unsigned a = 0u;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) a += colpart[(t * NW + w) * NV + j];
+    vvec[t * LV + j] = a;
+  }
+  __syncthreads();
+
+  // 2-3. Row carries, column carries and the corner.
+  look_back_phases<Acc, 1, NW, LH, LV, NT>(lb, tix, ti, tj, g.ntj, hvec, vvec, hcar, vcar);
+
+  // 4. The tables.
+  Acc a_s[8], a_q[8];
+  if (S) init_top_u8<NW, R>(vcar, hcar, colpart, warp, lane, a_s);
+  if (Q) init_top_u8<NW, R>(vcar + TQ * LV, hcar + TQ * LH, colpart + TQ * NW * NV, warp, lane, a_q);
+  __syncthreads();  // the column sums' region becomes the store staging below
+  if (warp == NW - 1 && ti != 0) publish_vertical_prefix<Acc, LV, NT>(lb, tix, vcar, vvec);
+  Acc* const stage = reinterpret_cast<Acc*>(sp_smem + L::uni) + warp * NV;
+#pragma unroll 1
+  for (int rr = 0; rr < R; ++rr) {
+    const int row = warp * R + rr, y = r0 + row;
+    if (y >= g.H) break;
+    const uint2 w = *reinterpret_cast<const uint2*>(tile + u8_tile_at(row, lane >> 1) + (lane & 1) * 8);
+    unsigned v[8];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      v[k] = (w.x >> (8 * k)) & 0xFFu;
+      v[4 + k] = (w.y >> (8 * k)) & 0xFFu;
+    }
+    if (S) {
+      unsigned s[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s[e] = v[e];
+      scan_row_u8(s, hcar[row], a_s, stage, lane, nvalid, os.row(y + 1), first, os.type);
+      if (tj == 0 && lane == 0) store_as(os.row(y + 1), 0, os.type, Acc(0));
+    }
+    if (Q) {
+      unsigned q[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[e] = v[e] * v[e];
+      scan_row_u8(q, hcar[TQ * LH + row], a_q, stage, lane, nvalid, oq.row(y + 1), first, oq.type);
+      if (tj == 0 && lane == 0) store_as(oq.row(y + 1), 0, oq.type, Acc(0));
     }
   }
 }
@@ -1227,8 +1588,17 @@ class CudaIntegralImpl final : public CudaIntegral {
           switch (g_variant) {
             case 2: sums_single<Tin, CC>(SpCfg<8, 64, 8, 2>{}, src, sum, sq, stream); return;
             case 3: sums_single<Tin, CC>(SpCfg<8, 64, 2, 8>{}, src, sum, sq, stream); return;
-            default: break;
+            case 5: sums_single<Tin, CC>(SpDefault<Tin, CC>{}, src, sum, sq, stream); return;
+            case 6: sums_single_u8c1<64, 4, 6>(src, sum, sq, stream); break;
+            case 7: sums_single_u8c1<128, 8, 3>(src, sum, sq, stream); break;
+            case 8: sums_single_u8c1<256, 8, 2>(src, sum, sq, stream); break;
+            default:  // production: measured in docs/notes-integral.md ("The u8 one-channel kernel")
+              if (!sum.empty() && !sq.empty()) sums_single_u8c1<256, 8, 2>(src, sum, sq, stream);
+              else sums_single_u8c1<128, 4, 4>(src, sum, sq, stream);
+              break;
           }
+          path = "cuda single-pass tiled scan, decoupled look-back, u8 1-channel kernel (32-bit in-tile sums)";
+          return;
         }
       }
       if constexpr (std::is_same<Tin, std::uint8_t>::value && CC != 1) {
@@ -1250,7 +1620,8 @@ class CudaIntegralImpl final : public CudaIntegral {
   using SpDefault = SpCfg<Geom<CC>::E, std::is_same<Tin, std::uint8_t>::value ? 128 : 32, 4, 4>;
   static int sp_rows(PixelType type, int channels, bool both) {
     if (type != PixelType::u8) return 32;
-    return channels != 1 && both ? 64 : 128;
+    if (channels == 1) return both ? 256 : 128;  // the u8 one-channel kernel
+    return both ? 64 : 128;
   }
 
   static std::size_t sp_payload_bytes(long long ntiles, int C, int E, int TH, int NT) {
@@ -1275,33 +1646,38 @@ class CudaIntegralImpl final : public CudaIntegral {
     return epoch_;
   }
 
-  template <typename Tin, int CC, typename CF>
-  void sums_single(CF, const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
-                   stream_t stream) {
-    constexpr int E = CF::E, TH = CF::TH, NW = CF::WARPS, MINB = CF::MINB;
-    const int W = src.width, H = src.height;
-    const bool S = !sum.empty(), Q = !sq.empty();
-    TileGrid g;
-    g.W = W;
-    g.H = H;
-    g.ntj = (W + 32 * E / CC - 1) / (32 * E / CC);
-    g.nti = (H + TH - 1) / TH;
-    const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
-    const int NT = (S ? 1 : 0) + (Q ? 1 : 0);
-    const std::size_t half = sp_payload_bytes(ntiles, CC, E, TH, NT) / 2;  // horizontal + vertical, one kind
+  /// The look-back state of one single-pass launch over ntiles tiles (scratch
+  /// grows only; a new epoch per call, so no flag is cleared per call).
+  LookBackState look_back_state(long long ntiles, int C, int E, int TH, int NT, stream_t stream) {
+    const std::size_t half = sp_payload_bytes(ntiles, C, E, TH, NT) / 2;  // horizontal + vertical, one kind
     payload_.reserve(2 * half);
     reserve_flags(ntiles, stream);
     LookBackState lb;
     lb.ticket = flags_.as<unsigned>();
     lb.hflag = lb.ticket + kFlagsOffset;
     lb.vflag = lb.hflag + ntiles;
-    const std::size_t hbytes = static_cast<std::size_t>(ntiles) * (TH + 1) * CC * NT * 8;
+    const std::size_t hbytes = static_cast<std::size_t>(ntiles) * (TH + 1) * C * NT * 8;
     unsigned char* base = payload_.as<unsigned char>();
     lb.hagg = base;
     lb.vagg = base + hbytes;
     lb.hinc = base + half;
     lb.vinc = base + half + hbytes;
     lb.epoch = next_epoch(stream);
+    return lb;
+  }
+
+  template <typename Tin, int CC, typename CF>
+  void sums_single(CF, const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
+                   stream_t stream) {
+    constexpr int E = CF::E, TH = CF::TH, NW = CF::WARPS, MINB = CF::MINB;
+    const bool S = !sum.empty(), Q = !sq.empty();
+    TileGrid g;
+    g.W = src.width;
+    g.H = src.height;
+    g.ntj = (g.W + 32 * E / CC - 1) / (32 * E / CC);
+    g.nti = (g.H + TH - 1) / TH;
+    const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
+    const LookBackState lb = look_back_state(ntiles, CC, E, TH, (S ? 1 : 0) + (Q ? 1 : 0), stream);
     const TableOut os = S ? table_out(sum) : TableOut{nullptr, 0, TableType::i64};
     const TableOut oq = Q ? table_out(sq) : TableOut{nullptr, 0, TableType::u64};
     const auto view = view2d<Tin>(src);
@@ -1314,6 +1690,32 @@ class CudaIntegralImpl final : public CudaIntegral {
     if (S && Q) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, true>, SpLayout<Tin, CC, E, TH, NW, true, true>::bytes);
     else if (S) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, false>, SpLayout<Tin, CC, E, TH, NW, true, false>::bytes);
     else launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, false, true>, SpLayout<Tin, CC, E, TH, NW, false, true>::bytes);
+  }
+
+  /// The u8 one-channel single pass (32-bit in-tile arithmetic), TH-row tiles.
+  template <int TH, int NW, int MINB>
+  void sums_single_u8c1(const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
+                        stream_t stream) {
+    const bool S = !sum.empty(), Q = !sq.empty();
+    TileGrid g;
+    g.W = src.width;
+    g.H = src.height;
+    g.ntj = (g.W + 255) / 256;
+    g.nti = (g.H + TH - 1) / TH;
+    const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
+    const LookBackState lb = look_back_state(ntiles, 1, 8, TH, (S ? 1 : 0) + (Q ? 1 : 0), stream);
+    const TableOut os = S ? table_out(sum) : TableOut{nullptr, 0, TableType::i64};
+    const TableOut oq = Q ? table_out(sq) : TableOut{nullptr, 0, TableType::u64};
+    const auto view = view2d<std::uint8_t>(src);
+    auto launch = [&](auto kernel, std::size_t smem) {
+      if (smem > 48 * 1024)
+        PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      kernel<<<static_cast<unsigned>(ntiles), 32 * NW, smem, stream>>>(view, g, lb, os, oq);
+      PIXELKIT_CUDA_CHECK_LAUNCH("single_pass_u8c1_kernel");
+    };
+    if (S && Q) launch(single_pass_u8c1_kernel<TH, NW, MINB, true, true>, SpU8Layout<TH, NW, true, true>::bytes);
+    else if (S) launch(single_pass_u8c1_kernel<TH, NW, MINB, true, false>, SpU8Layout<TH, NW, true, false>::bytes);
+    else launch(single_pass_u8c1_kernel<TH, NW, MINB, false, true>, SpU8Layout<TH, NW, false, true>::bytes);
   }
 
   template <typename Tin, int CC, typename CF>
