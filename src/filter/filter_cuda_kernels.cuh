@@ -403,6 +403,133 @@ __global__ void __launch_bounds__(filter_tuning::Dense::kThreads,
   }
 }
 
+// ---- dense 3x3 on u8: register sweep, no shared memory ---------------------------------
+
+/// Dense 3x3 correlation of u8 images (any 3x3 kernel, and the separable ones
+/// of at most 3x3). No shared memory and no barrier: a warp owns a strip of
+/// 30 words (120 elements) of output plus one word of apron on each side
+/// (lanes 0 and 31 load, only lanes 1..30 store) and sweeps R output rows
+/// down it (R + 2 input rows, R + 2 a multiple of 3). Each lane loads its 4
+/// elements of an input row as one 32-bit word, converts them to floats once
+/// and takes its neighbours' C elements on each side by warp shuffles. An
+/// input row feeds the three output rows it touches (three accumulator sets in
+/// a ring), and an output row is stored, rounded and packed, once its third
+/// input row is in. The row loop is rolled by threes (the ring's period), so
+/// the code stays small: fully unrolled sweeps spent ~40% of their stalls on
+/// instruction fetch. Interior strips keep the next two triples' loads in
+/// flight; strips and segments at the image's edges map rows (and, in the
+/// first and last strip, elements) through border_index.
+template <int C, int R>
+__global__ void __launch_bounds__(filter_tuning::Dense3Sweep::kThreads, filter_tuning::Dense3Sweep::kMinBlocks)
+    dense3x3_u8_sweep_kernel(const __grid_constant__ DenseParams<std::uint8_t> p) {
+  static_assert((R + 2) % 3 == 0, "input rows: whole triples");
+  using S = filter_tuning::Dense3Sweep;
+  constexpr int kOut = 4 * (32 - 2);  // output elements per warp strip
+  const FilterArgs<std::uint8_t>& a = p.a;
+  const int lane = threadIdx.x & 31;
+  const int strip = blockIdx.x * (S::kThreads / 32) + (threadIdx.x >> 5);
+  const int wc = a.src.width * C;
+  const int es = strip * kOut;
+  if (es >= wc) return;
+  const int e = es - 4 + 4 * lane;  // this lane's first element
+  const int y0 = a.y_begin + blockIdx.y * R;
+  const bool inside_x = a.vec_src && es - 4 >= 0 && es + kOut + 4 <= wc;
+  const bool fast = inside_x && y0 - 1 >= 0 && y0 + R + 1 <= a.src.height;
+  const bool store_lane = lane >= 1 && lane <= 30 && e < wc;
+  const bool store_word = a.vec_dst && e + 4 <= wc;
+
+  float acc[3][4];
+#pragma unroll
+  for (int s = 0; s < 3; ++s)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[s][j] = 0.0f;
+
+  // Input row i (image row y0 - 1 + i, i = 3t + P) into the ring: tap row ky
+  // feeds output row i - ky, kept in slot (P - ky) mod 3; then output row
+  // i - 2 (slot (P + 1) mod 3) is complete: stored (if it is one of this
+  // segment's rows) and the slot cleared for output row i + 1.
+  auto feed = [&](auto pc, int i, float4 v) {
+    constexpr int P = decltype(pc)::value;
+    float w[4 + 2 * C];
+    w[C] = v.x;
+    w[C + 1] = v.y;
+    w[C + 2] = v.z;
+    w[C + 3] = v.w;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      w[k] = __shfl_up_sync(0xffffffffu, w[4 + k], 1);            // the left lane's last C elements
+      w[C + 4 + k] = __shfl_down_sync(0xffffffffu, w[C + k], 1);  // the right lane's first C elements
+    }
+#pragma unroll
+    for (int ky = 0; ky < 3; ++ky) {
+      float* ac = acc[(P - ky + 3) % 3];
+#pragma unroll
+      for (int kx = 0; kx < 3; ++kx) {
+        const float c = p.k.c[ky * 3 + kx];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) ac[j] = fmaf(c, w[j + kx * C], ac[j]);
+      }
+    }
+    float* ac = acc[(P + 1) % 3];
+    const int y = y0 + i - 2;
+    if (store_lane && i >= 2 && y < a.y_end) {
+      std::uint8_t* out = a.dst.row(y) + e;
+      if (store_word) {
+        Elem<std::uint8_t>::store4(out, ac[0], ac[1], ac[2], ac[3]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (e + j < wc) Elem<std::uint8_t>::store(out + j, ac[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) ac[j] = 0.0f;
+  };
+
+  if (fast) {
+    // Interior: the next two triples' loads are in flight while one is computed.
+    const std::uint8_t* base = a.src.row(y0 - 1) + e;
+    const long long pitch = a.src.pitch;
+    auto load3 = [&](unsigned (&v)[3], int i) {
+#pragma unroll
+      for (int k = 0; k < 3; ++k)
+        if (i + k < R + 2) v[k] = __ldg(reinterpret_cast<const unsigned*>(base + (i + k) * pitch));
+    };
+    unsigned cur[3], nxt[3], nxt2[3];
+    load3(cur, 0);
+    load3(nxt, 3);
+#pragma unroll 1
+    for (int i = 0; i < R + 2; i += 3) {
+      if (i + 6 < R + 2) load3(nxt2, i + 6);
+      feed(std::integral_constant<int, 0>{}, i, Elem<std::uint8_t>::to_float4(cur[0]));
+      feed(std::integral_constant<int, 1>{}, i + 1, Elem<std::uint8_t>::to_float4(cur[1]));
+      feed(std::integral_constant<int, 2>{}, i + 2, Elem<std::uint8_t>::to_float4(cur[2]));
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        cur[k] = nxt[k];
+        nxt[k] = nxt2[k];
+      }
+    }
+  } else {
+    // Edges: rows through the border (a constant-border row is the border
+    // value); words inside across, elements through the border otherwise.
+    auto fetch = [&](int i) {
+      const int sy = border_index(y0 - 1 + i, a.src.height, a.mode);
+      if (inside_x)
+        return sy < 0 ? make_float4(a.border_value, a.border_value, a.border_value, a.border_value)
+                      : Elem<std::uint8_t>::to_float4(__ldg(reinterpret_cast<const unsigned*>(a.src.row(sy) + e)));
+      return make_float4(load_border<std::uint8_t, C>(a, sy, e), load_border<std::uint8_t, C>(a, sy, e + 1),
+                         load_border<std::uint8_t, C>(a, sy, e + 2), load_border<std::uint8_t, C>(a, sy, e + 3));
+    };
+#pragma unroll 1
+    for (int i = 0; i < R + 2; i += 3) {
+      feed(std::integral_constant<int, 0>{}, i, fetch(i));
+      feed(std::integral_constant<int, 1>{}, i + 1, fetch(i + 1));
+      feed(std::integral_constant<int, 2>{}, i + 2, fetch(i + 2));
+    }
+  }
+}
+
 // ---- separable: both passes fused, sweeping down a segment ---------------------------
 
 /// Separable correlation, both passes in one kernel. A block owns elements
