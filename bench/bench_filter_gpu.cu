@@ -39,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "filter/filter_backends.hpp"
 #include "pixelkit/filter.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
@@ -240,13 +239,10 @@ int main(int argc, char** argv) try {
       opt.sizes.emplace_back(w, h);
     } else if (a == "--only") {
       opt.only.push_back(next());
-    } else if (a == "--variant") {
-      // 1: u8 3x3 through the previous shared-memory tiled kernel (filter_backends.hpp).
-      pixelkit::detail::set_filter_cuda_variant(std::atoi(next().c_str()));
     }
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_filter_gpu [--quick] [--csv FILE] [--runs N] [--batch B] [--no-npp]\n"
-                  "                        [--size WxH]... [--only dense3x3|...|gauss31]... [--variant 0|1]\n");
+                  "                        [--size WxH]... [--only dense3x3|...|gauss31]...\n");
       return 0;
     } else {
       throw std::runtime_error("unknown argument " + a);

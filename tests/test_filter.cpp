@@ -11,8 +11,6 @@
 #include <tuple>
 #include <vector>
 
-#include "filter/filter_backends.hpp"
-#include "pixelkit/config.hpp"
 #include "pixelkit/filter.hpp"
 #include "pixelkit/io.hpp"
 #include "test_support.hpp"
@@ -319,54 +317,6 @@ TEST(FilterCuda, DeviceResidentImagesOnAStream) {
           const Image got = run_device(src, k, b);
           EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << "device " << label(src, k, b);
         }
-    }
-}
-
-// u8 3x3 filters run through the register-sweep kernel: word loads where the
-// image's base and pitch are 4-aligned and the strip is inside, element loads
-// through the border otherwise, byte stores where dst is not aligned. Device
-// sub-views at odd offsets (neither aligned) and at offset 4 (both aligned),
-// 1/3/4 channels, every border, strips and segments around the image's edges;
-// the previous shared-memory kernel (variant 1) must agree too.
-void set_cuda_variant(int variant) {
-#if PIXELKIT_WITH_CUDA
-  detail::set_filter_cuda_variant(variant);
-#else
-  (void)variant;
-#endif
-}
-
-TEST(FilterCuda, Dense3x3U8SweepAtEveryAlignment) {
-  PIXELKIT_REQUIRE_GPU();
-  for (int c : {1, 3, 4})
-    for (int off : {1, 4}) {
-      const int w = 301 + off, h = 75;
-      const Image parent = random_image(w + 2 * off, h + 2, c, PixelType::u8, 60 + c + off);
-      const Image dparent = clone(parent.cview(), Memory::device);
-      Image dout(w + 2 * off, h + 2, c, PixelType::u8, Memory::device);
-      const ConstImageView hsrc = parent.cview().sub(off, 1, w, h);
-      const ConstImageView dsrc = dparent.cview().sub(off, 1, w, h);
-      const ImageView ddst = dout.view().sub(off, 1, w, h);
-      for (const Kernel& k : {random_kernel(3, 3, 70 + c), Kernel::gaussian(3)})
-        for (const Border& b : all_borders())
-          for (int variant : {0, 1}) {
-            set_cuda_variant(variant);
-            Options o;
-            o.backend = Backend::cuda;
-            RunInfo info;
-            o.info = &info;
-            Filter2D f(k, b);
-            f(dsrc, ddst, o);
-            synchronize(nullptr);
-            set_cuda_variant(0);
-            Image got(w, h, c, PixelType::u8);
-            const Image all = clone(dout.cview(), Memory::host);
-            const ConstImageView win = all.cview().sub(off, 1, w, h);
-            for (int y = 0; y < h; ++y) std::memcpy(got.view().row<unsigned char>(y), win.row<unsigned char>(y), win.row_bytes());
-            EXPECT_TRUE(agrees(got, run(Backend::ref, hsrc, k, b)))
-                << "offset " << off << " variant " << variant << " " << info.path << " " << label(hsrc, k, b);
-            if (variant == 0) EXPECT_NE(info.path.find("register sweep"), std::string::npos) << info.path;
-          }
     }
 }
 

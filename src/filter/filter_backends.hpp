@@ -36,10 +36,4 @@ class CudaFilter {
 /// Defined in filter_cuda.cu (CUDA builds only).
 std::unique_ptr<CudaFilter> make_cuda_filter(const Kernel& kernel, const Border& border);
 
-/// Benchmark and test hook: 0 (production) runs u8 3x3 filters through the
-/// register-sweep kernel, 1 through the shared-memory tiled kernel it replaced
-/// (so the two can be compared). Not thread-safe; never set outside
-/// benchmarks and tests. CUDA builds only.
-void set_filter_cuda_variant(int variant);
-
 }  // namespace pixelkit::detail

@@ -5,7 +5,6 @@
 //   separable kernel, square N x N             -> separable_fused_kernel<T,C,N>
 //       (u8: N = 3..31; f32: N = 3..9, to bound the build time)
 //   separable kernel, other shapes and sizes   -> separable_fused_kernel<T,C,0> (sizes at run time)
-//   dense 3x3 on u8 (and separable <= 3x3)    -> dense3x3_u8_sweep_kernel<C,16> (no shared memory)
 //   dense 3x3 / 5x5 / 7x7, 9x9                 -> dense_tiled_kernel<T,C,K,K,2 / 4 / 8>
 //   dense, any other size                      -> dense_tiled_kernel<T,C,0,0,4> (sizes at run time)
 // No device scratch is needed on either path: both passes of the separable
@@ -36,7 +35,6 @@ using SepTuning = filter_tuning::Separable;
 using StripTuning = filter_tuning::HostStrips;
 
 constexpr std::size_t kDefaultSmemLimit = 48 * 1024;
-int g_filter_cuda_variant = 0;  // see set_filter_cuda_variant
 
 bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0 && static_cast<std::size_t>(pitch) % bytes == 0;
@@ -190,20 +188,6 @@ class CudaFilterImpl final : public CudaFilter {
     DenseParams<T> p{};
     p.a = args<T>(src, dst, y_begin, y_end, DenseTuning::kVec);
     p.k = dense_;
-    if constexpr (std::is_same<T, std::uint8_t>::value) {
-      if (kw_ == 3 && kh_ == 3 && g_filter_cuda_variant != 1) {
-        using SW = filter_tuning::Dense3Sweep;
-        constexpr int kOut = 4 * (32 - 2), kWarps = SW::kThreads / 32;
-        const int strips = (wc + kOut - 1) / kOut;
-        const int R = g_filter_cuda_variant == 2 ? 7 : g_filter_cuda_variant == 3 ? 31 : SW::kRows;
-        const dim3 grid(static_cast<unsigned>((strips + kWarps - 1) / kWarps), static_cast<unsigned>((rows + R - 1) / R));
-        if (R == 7) dense3x3_u8_sweep_kernel<C, 7><<<grid, SW::kThreads, 0, stream>>>(p);
-        else if (R == 31) dense3x3_u8_sweep_kernel<C, 31><<<grid, SW::kThreads, 0, stream>>>(p);
-        else dense3x3_u8_sweep_kernel<C, SW::kRows><<<grid, SW::kThreads, 0, stream>>>(p);
-        PIXELKIT_CUDA_CHECK_LAUNCH("dense3x3_u8_sweep_kernel");
-        return "cuda dense 3x3 register sweep" + shape;
-      }
-    }
     DenseKernel<T> fn = dense_kernel_for<T, C>(kw_, kh_);
     const bool spec = fn != nullptr;
     const int rpt = spec ? DenseTuning::rows_specialised(kw_) : DenseTuning::kRowsGeneric;
@@ -411,8 +395,6 @@ std::string CudaFilterImpl::run_host(const ConstImageView& src, const ImageView&
 }
 
 }  // namespace
-
-void set_filter_cuda_variant(int variant) { g_filter_cuda_variant = variant >= 0 && variant <= 3 ? variant : 0; }
 
 std::unique_ptr<CudaFilter> make_cuda_filter(const Kernel& kernel, const Border& border) {
   return std::make_unique<CudaFilterImpl>(kernel, border);

@@ -40,14 +40,6 @@ struct Dense {
   static constexpr int kRowsGeneric = 4;                 // any size: smaller tile, smaller apron smem
 };
 
-/// dense3x3_u8_sweep_kernel: warps of 30 output words (120 elements) sweeping
-/// kRows output rows; kRows + 2 row loads in flight per lane.
-struct Dense3Sweep {
-  static constexpr int kThreads = 128;  // 4 warps = 4 strips side by side
-  static constexpr int kRows = 16;
-  static constexpr int kMinBlocks = 8;   // <= 64 registers: 32 warps per SM (40 spills)
-};
-
 /// Separable kernel, both passes fused. A block owns a strip kTileElems
 /// elements wide and sweeps a segment of rows downward kChunkRows at a time:
 /// the horizontal pass of each new chunk goes into a ring of 2*kChunkRows rows
