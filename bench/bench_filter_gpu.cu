@@ -43,6 +43,7 @@
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi_filtering_functions.h>
+#include "bench_npp.hpp"
 #endif
 
 namespace {
@@ -188,25 +189,7 @@ double copy_bandwidth(cudaStream_t stream, double* memcpy_bw, double* kernel_bw)
 }
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
-NppStreamContext npp_context(cudaStream_t stream) {
-  NppStreamContext c{};
-  int dev = 0;
-  BENCH_CUDA(cudaGetDevice(&dev));
-  cudaDeviceProp p{};
-  BENCH_CUDA(cudaGetDeviceProperties(&p, dev));
-  c.hStream = stream;
-  c.nCudaDeviceId = dev;
-  c.nMultiProcessorCount = p.multiProcessorCount;
-  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  c.nSharedMemPerBlock = p.sharedMemPerBlock;
-  c.nCudaDevAttrComputeCapabilityMajor = p.major;
-  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
-  unsigned flags = 0;
-  BENCH_CUDA(cudaStreamGetFlags(stream, &flags));
-  c.nStreamFlags = flags;
-  return c;
-}
+using pixelkit::bench::npp_context;
 #endif
 
 std::string fmt(double v, int prec = 3) {

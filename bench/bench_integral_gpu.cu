@@ -46,6 +46,7 @@
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi.h>
+#include "bench_npp.hpp"
 #endif
 
 using namespace pixelkit;
@@ -144,21 +145,7 @@ void seed_integral(const ConstImageView& d, Buffers& buf, cudaStream_t s) {
 }
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
-NppStreamContext npp_context(cudaStream_t stream) {
-  NppStreamContext c{};
-  c.hStream = stream;
-  PIXELKIT_CUDA_TRY(cudaGetDevice(&c.nCudaDeviceId));
-  cudaDeviceProp p{};
-  PIXELKIT_CUDA_TRY(cudaGetDeviceProperties(&p, c.nCudaDeviceId));
-  c.nMultiProcessorCount = p.multiProcessorCount;
-  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  c.nSharedMemPerBlock = p.sharedMemPerBlock;
-  c.nCudaDevAttrComputeCapabilityMajor = p.major;
-  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
-  PIXELKIT_CUDA_TRY(cudaStreamGetFlags(stream, &c.nStreamFlags));
-  return c;
-}
+using pixelkit::bench::npp_context;
 #endif
 
 Image random_u8(int w, int h, int c, unsigned seed, Memory m) {

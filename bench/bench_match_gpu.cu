@@ -45,6 +45,7 @@
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi.h>
+#include "bench_npp.hpp"
 #endif
 
 using namespace pixelkit;
@@ -142,21 +143,7 @@ double copy_bandwidth(cudaStream_t s) {
 }
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
-NppStreamContext npp_context(cudaStream_t stream) {
-  NppStreamContext c{};
-  c.hStream = stream;
-  PIXELKIT_CUDA_TRY(cudaGetDevice(&c.nCudaDeviceId));
-  cudaDeviceProp p{};
-  PIXELKIT_CUDA_TRY(cudaGetDeviceProperties(&p, c.nCudaDeviceId));
-  c.nMultiProcessorCount = p.multiProcessorCount;
-  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  c.nSharedMemPerBlock = p.sharedMemPerBlock;
-  c.nCudaDevAttrComputeCapabilityMajor = p.major;
-  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
-  PIXELKIT_CUDA_TRY(cudaStreamGetFlags(stream, &c.nStreamFlags));
-  return c;
-}
+using pixelkit::bench::npp_context;
 void npp_check(NppStatus st, const char* what) {
   if (st != NPP_SUCCESS) throw Error(Status::cuda, std::string(what) + ": NPP status " + std::to_string(st));
 }

@@ -88,6 +88,7 @@
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi_filtering_functions.h>
+#include "bench_npp.hpp"
 #endif
 
 // =====================================================================================
@@ -754,25 +755,7 @@ Meas Study::pixelkit_soa(Data& d, const KSpec& k) {
 }
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
-NppStreamContext npp_context(cudaStream_t stream) {
-  NppStreamContext c{};
-  int dev = 0;
-  PIXELKIT_CUDA_TRY(cudaGetDevice(&dev));
-  cudaDeviceProp p{};
-  PIXELKIT_CUDA_TRY(cudaGetDeviceProperties(&p, dev));
-  c.hStream = stream;
-  c.nCudaDeviceId = dev;
-  c.nMultiProcessorCount = p.multiProcessorCount;
-  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  c.nSharedMemPerBlock = p.sharedMemPerBlock;
-  c.nCudaDevAttrComputeCapabilityMajor = p.major;
-  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
-  unsigned flags = 0;
-  PIXELKIT_CUDA_TRY(cudaStreamGetFlags(stream, &flags));
-  c.nStreamFlags = flags;
-  return c;
-}
+using pixelkit::bench::npp_context;
 #endif
 
 /// NPP's nppiFilterBorder32f_8u_C3R_Ctx on pixelkit's device images (as

@@ -104,6 +104,7 @@
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi.h>
+#include "bench_npp.hpp"
 #endif
 
 using namespace pixelkit;
@@ -381,21 +382,7 @@ bool same_table(const IntegralTableView& dev, const IntegralTableView& host) {
 }
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
-NppStreamContext npp_context(cudaStream_t stream) {
-  NppStreamContext c{};
-  c.hStream = stream;
-  PIXELKIT_CUDA_TRY(cudaGetDevice(&c.nCudaDeviceId));
-  cudaDeviceProp p{};
-  PIXELKIT_CUDA_TRY(cudaGetDeviceProperties(&p, c.nCudaDeviceId));
-  c.nMultiProcessorCount = p.multiProcessorCount;
-  c.nMaxThreadsPerMultiProcessor = p.maxThreadsPerMultiProcessor;
-  c.nMaxThreadsPerBlock = p.maxThreadsPerBlock;
-  c.nSharedMemPerBlock = p.sharedMemPerBlock;
-  c.nCudaDevAttrComputeCapabilityMajor = p.major;
-  c.nCudaDevAttrComputeCapabilityMinor = p.minor;
-  PIXELKIT_CUDA_TRY(cudaStreamGetFlags(stream, &c.nStreamFlags));
-  return c;
-}
+using pixelkit::bench::npp_context;
 
 void npp_try(NppStatus st, const char* what) {
   if (st != NPP_SUCCESS) throw std::runtime_error(std::string(what) + ": NPP status " + std::to_string(st));
