@@ -34,15 +34,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench_cpu_context.hpp"
 #include "pixelkit/filter.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -230,14 +229,6 @@ void bench_copy(benchmark::State& state, Size s) {
   time_loop(state, s, im.copy_bytes_per_s, [&] { copy_rows(im.src.cview(), im.dst.view()); });
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 void register_all() {
   std::vector<Kernel> kernels;
   for (int n : {3, 5, 7, 9}) kernels.push_back(dense_kernel(n));
@@ -270,12 +261,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("cpu_model", cpu_model());
-  benchmark::AddCustomContext("hardware_threads", std::to_string(std::thread::hardware_concurrency()));
-  // libgomp spins at barriers by default; on a machine whose cores are busy
-  // with other work that delays every call (see docs/notes-filter-cpu.md).
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  pixelkit::bench::add_cpu_context();
   {
     // Which code path the cpu backend takes here (ISA, threads).
     Image a(64, 64, kChannels, PixelType::u8), b(64, 64, kChannels, PixelType::u8);

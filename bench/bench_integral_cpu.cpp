@@ -37,15 +37,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "bench_cpu_context.hpp"
 #include "pixelkit/integral.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -323,14 +322,6 @@ void bench_cv(benchmark::State& state, Pair p, Size s) {
 }
 #endif
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 void register_all() {
   for (const Size& s : kSizes)
     for (const Pair& p : pairs()) {
@@ -355,10 +346,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("cpu_model", cpu_model());
-  benchmark::AddCustomContext("hardware_threads", std::to_string(std::thread::hardware_concurrency()));
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  pixelkit::bench::add_cpu_context();
   {
     Image a(256, 300, 1, PixelType::u8);
     fill_random(a.view(), 3);

@@ -53,15 +53,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "match/match_backends.hpp"  // detail::MatchCpuStages (stage profiling)
+#include "bench_cpu_context.hpp"
 #include "pixelkit/match.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -343,14 +342,6 @@ void bench_stages(benchmark::State& state, Case c, int channels, MatchStrategy s
   state.SetLabel(info.path);
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
 void register_all() {
   std::vector<RunnerMaker> makers = {pixelkit_maker("cpu_direct", Backend::cpu, MatchStrategy::direct)};
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -403,10 +394,7 @@ void register_all() {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("cpu_model", cpu_model());
-  benchmark::AddCustomContext("hardware_threads", std::to_string(std::thread::hardware_concurrency()));
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
+  pixelkit::bench::add_cpu_context();
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
   benchmark::AddCustomContext("opencv", std::string(CV_VERSION) + ", " + std::to_string(cv::getNumThreads()) +
                                             " threads");
