@@ -10,18 +10,7 @@ target_link_libraries(study_cpu PRIVATE pixelkit::pixelkit Threads::Threads)
 # detail:: stage profiling of the cpu matcher (match/match_backends.hpp), as bench_match_cpu.
 target_include_directories(study_cpu PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(study_cpu PRIVATE -Wall -Wextra)
-set(PIXELKIT_STUDY_CPU_OPENCV OFF)
-if(PIXELKIT_ENABLE_OPENCV)
-  find_package(OpenCV QUIET COMPONENTS core imgproc)
-  if(OpenCV_FOUND)
-    set(PIXELKIT_STUDY_CPU_OPENCV ON)
-  endif()
-endif()
-if(PIXELKIT_STUDY_CPU_OPENCV)
-  target_compile_definitions(study_cpu PRIVATE PIXELKIT_STUDY_HAVE_OPENCV)
-  target_link_libraries(study_cpu PRIVATE opencv_core opencv_imgproc)
-endif()
-message(STATUS "study_cpu: OpenCV comparison ${PIXELKIT_STUDY_CPU_OPENCV}")
+pixelkit_bench_opencv(study_cpu PIXELKIT_STUDY_HAVE_OPENCV)  # defined in bench/CMakeLists.txt
 # A quick correctness run in CTest: the study's own sequential variants (the
 # seed's scan + transpose and one-pass integral) and the layouts must agree with
 # the ref backend (study_cpu exits 1 on any mismatch). Timings are not judged.
