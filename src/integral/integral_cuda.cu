@@ -153,6 +153,21 @@ __device__ __forceinline__ Acc load_as(const unsigned char* row, long long j, Ta
   }
 }
 
+/// Row 0 of the tables over a top tile's nvalid entries (from `first`), and
+/// the C entries of column 0 for the top-left tile: zeros. One warp.
+template <typename Acc, bool S, bool Q>
+__device__ __forceinline__ void zero_top_row(const TableOut& os, const TableOut& oq, int tj, int lane, int nvalid,
+                                             long long first, int C) {
+  for (int j = lane; j < nvalid; j += 32) {
+    if (S) store_as(os.row(0), first + j, os.type, Acc(0));
+    if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
+  }
+  if (tj == 0 && lane < C) {
+    if (S) store_as(os.row(0), lane, os.type, Acc(0));
+    if (Q) store_as(oq.row(0), lane, oq.type, Acc(0));
+  }
+}
+
 /// Loads nvalid elements of a tile row, striped: register i of lane l holds
 /// element i*32 + l (coalesced); elements past nvalid read as 0.
 template <typename T, int E>
@@ -468,17 +483,7 @@ __global__ void __launch_bounds__(32 * IntegralTuning::kWarps, MINB)
   const int nvalid = min(TW, g.W - x0) * C;
   const long long first = static_cast<long long>(x0 + 1) * C;  // this tile's first entry in a table row
 
-  // Row 0 and column 0 of the tables are zero.
-  if (ti == 0 && warp == 0) {
-    for (int j = lane; j < nvalid; j += 32) {
-      if (S) store_as(os.row(0), first + j, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
-    }
-    if (tj == 0 && lane < C) {
-      if (S) store_as(os.row(0), lane, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), lane, oq.type, Acc(0));
-    }
-  }
+  if (ti == 0 && warp == 0) zero_top_row<Acc, S, Q>(os, oq, tj, lane, nvalid, first, C);
 
   // Phase 1.
   {
@@ -651,6 +656,18 @@ __device__ __forceinline__ void look_back(const unsigned* flags, const Acc* agg,
     if (pre) return;
     k -= n;
   }
+}
+
+/// The block's tile id, in every thread: thread 0 takes the next ticket (the
+/// block that takes the last one resets the counter for the next launch).
+__device__ __forceinline__ long long take_ticket(const LookBackState& lb, long long ntiles, unsigned* ticket_s) {
+  if (threadIdx.x == 0) {
+    const unsigned t = atomicAdd(lb.ticket, 1u);
+    if (t == ntiles - 1) atomicExch(lb.ticket, 0u);  // every ticket is taken: ready for the next launch
+    *ticket_s = t;
+  }
+  __syncthreads();
+  return *ticket_s;
 }
 
 /// Steps 2 and 3 of a single-pass tile, shared by the kernels. With hvec (per
@@ -837,30 +854,13 @@ __global__ void __launch_bounds__(32 * NW, MINB)
   unsigned* const ticket_s = reinterpret_cast<unsigned*>(sp_smem + L::acc_elems * 8 + L::tile_bytes);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
-  if (tid == 0) {
-    const unsigned t = atomicAdd(lb.ticket, 1u);
-    if (t == ntiles - 1) atomicExch(lb.ticket, 0u);  // every ticket is taken: ready for the next launch
-    *ticket_s = t;
-  }
-  __syncthreads();
-  const long long tix = *ticket_s;
+  const long long tix = take_ticket(lb, static_cast<long long>(g.nti) * g.ntj, ticket_s);
   const int ti = static_cast<int>(tix / g.ntj), tj = static_cast<int>(tix % g.ntj);
   const int x0 = tj * TW, r0 = ti * TH;
   const int nvalid = min(TW, g.W - x0) * C;
   const long long first = static_cast<long long>(x0 + 1) * C;  // this tile's first entry in a table row
 
-  // Row 0 and column 0 of the tables are zero.
-  if (ti == 0 && warp == 0) {
-    for (int j = lane; j < nvalid; j += 32) {
-      if (S) store_as(os.row(0), first + j, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
-    }
-    if (tj == 0 && lane < C) {
-      if (S) store_as(os.row(0), lane, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), lane, oq.type, Acc(0));
-    }
-  }
+  if (ti == 0 && warp == 0) zero_top_row<Acc, S, Q>(os, oq, tj, lane, nvalid, first, C);
 
   // 1. Load (striped, coalesced; RL rows' loads in flight at once), keep the
   //    tile in shared memory (padded blocked layout), sum the columns.
@@ -1156,30 +1156,13 @@ __global__ void __launch_bounds__(32 * NW, MINB)
   unsigned* const wtot = ticket_s + 4;  // [NT][NW]
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const long long ntiles = static_cast<long long>(g.nti) * g.ntj;
-  if (tid == 0) {
-    const unsigned t = atomicAdd(lb.ticket, 1u);
-    if (t == ntiles - 1) atomicExch(lb.ticket, 0u);  // every ticket is taken: ready for the next launch
-    *ticket_s = t;
-  }
-  __syncthreads();
-  const long long tix = *ticket_s;
+  const long long tix = take_ticket(lb, static_cast<long long>(g.nti) * g.ntj, ticket_s);
   const int ti = static_cast<int>(tix / g.ntj), tj = static_cast<int>(tix % g.ntj);
   const int x0 = tj * NV, r0 = ti * TH;
   const int nvalid = min(NV, g.W - x0);
   const long long first = x0 + 1;  // this tile's first entry in a table row
 
-  // Row 0 and column 0 of the tables are zero.
-  if (ti == 0 && warp == 0) {
-    for (int j = lane; j < nvalid; j += 32) {
-      if (S) store_as(os.row(0), first + j, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), first + j, oq.type, Acc(0));
-    }
-    if (tj == 0 && lane == 0) {
-      if (S) store_as(os.row(0), 0, os.type, Acc(0));
-      if (Q) store_as(oq.row(0), 0, oq.type, Acc(0));
-    }
-  }
+  if (ti == 0 && warp == 0) zero_top_row<Acc, S, Q>(os, oq, tj, lane, nvalid, first, 1);
 
   // 1. Load: each lane 8 pixels per row, 8 rows in flight; into the shared
   //    tile; column sums in registers (u32, two 16-bit columns per word for the
@@ -1666,6 +1649,18 @@ class CudaIntegralImpl final : public CudaIntegral {
     return lb;
   }
 
+  /// One single-pass launch: a block per tile, `smem` bytes of dynamic shared
+  /// memory (the attribute raised past 48 KB).
+  template <typename Kernel, typename View>
+  static void launch_single(Kernel kernel, std::size_t smem, long long ntiles, int threads, const View& view,
+                            const TileGrid& g, const LookBackState& lb, const TableOut& os, const TableOut& oq,
+                            stream_t stream) {
+    if (smem > 48 * 1024)
+      PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<static_cast<unsigned>(ntiles), threads, smem, stream>>>(view, g, lb, os, oq);
+    PIXELKIT_CUDA_CHECK_LAUNCH("single-pass integral kernel");
+  }
+
   template <typename Tin, int CC, typename CF>
   void sums_single(CF, const ConstImageView& src, const IntegralTableView& sum, const IntegralTableView& sq,
                    stream_t stream) {
@@ -1681,12 +1676,7 @@ class CudaIntegralImpl final : public CudaIntegral {
     const TableOut os = S ? table_out(sum) : TableOut{nullptr, 0, TableType::i64};
     const TableOut oq = Q ? table_out(sq) : TableOut{nullptr, 0, TableType::u64};
     const auto view = view2d<Tin>(src);
-    auto launch = [&](auto kernel, std::size_t smem) {
-      if (smem > 48 * 1024)
-        PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-      kernel<<<static_cast<unsigned>(ntiles), 32 * NW, smem, stream>>>(view, g, lb, os, oq);
-      PIXELKIT_CUDA_CHECK_LAUNCH("single_pass_kernel");
-    };
+    auto launch = [&](auto kernel, std::size_t smem) { launch_single(kernel, smem, ntiles, 32 * NW, view, g, lb, os, oq, stream); };
     if (S && Q) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, true>, SpLayout<Tin, CC, E, TH, NW, true, true>::bytes);
     else if (S) launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, true, false>, SpLayout<Tin, CC, E, TH, NW, true, false>::bytes);
     else launch(single_pass_kernel<Tin, CC, E, TH, NW, MINB, false, true>, SpLayout<Tin, CC, E, TH, NW, false, true>::bytes);
@@ -1707,12 +1697,7 @@ class CudaIntegralImpl final : public CudaIntegral {
     const TableOut os = S ? table_out(sum) : TableOut{nullptr, 0, TableType::i64};
     const TableOut oq = Q ? table_out(sq) : TableOut{nullptr, 0, TableType::u64};
     const auto view = view2d<std::uint8_t>(src);
-    auto launch = [&](auto kernel, std::size_t smem) {
-      if (smem > 48 * 1024)
-        PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-      kernel<<<static_cast<unsigned>(ntiles), 32 * NW, smem, stream>>>(view, g, lb, os, oq);
-      PIXELKIT_CUDA_CHECK_LAUNCH("single_pass_u8c1_kernel");
-    };
+    auto launch = [&](auto kernel, std::size_t smem) { launch_single(kernel, smem, ntiles, 32 * NW, view, g, lb, os, oq, stream); };
     if (S && Q) launch(single_pass_u8c1_kernel<TH, NW, MINB, true, true>, SpU8Layout<TH, NW, true, true>::bytes);
     else if (S) launch(single_pass_u8c1_kernel<TH, NW, MINB, true, false>, SpU8Layout<TH, NW, true, false>::bytes);
     else launch(single_pass_u8c1_kernel<TH, NW, MINB, false, true>, SpU8Layout<TH, NW, false, true>::bytes);
