@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_cpu_context.hpp"
+#include "bench_cpu.hpp"
 #include "pixelkit/filter.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -69,17 +69,7 @@ struct Size {
 };
 const std::vector<Size> kSizes = {{640, 480}, {1280, 720}, {1920, 1080}, {3840, 2160}, {7680, 4320}};
 
-void fill_random(const ImageView& v, unsigned seed) {
-  std::mt19937 rng(seed);
-  for (int y = 0; y < v.height; ++y) {
-    auto* r = v.row<std::uint8_t>(y);
-    for (std::size_t i = 0; i < static_cast<std::size_t>(v.width) * v.channels; i += 4) {
-      const std::uint32_t bits = rng();
-      for (std::size_t j = 0; j < 4 && i + j < static_cast<std::size_t>(v.width) * v.channels; ++j)
-        r[i + j] = static_cast<std::uint8_t>(bits >> (8 * j));
-    }
-  }
-}
+using pixelkit::bench::fill_random;
 
 // The source and destination of the size being benchmarked. Benchmarks are
 // registered size by size, so one size is held at a time (8K RGB is 100 MB).
@@ -194,15 +184,7 @@ Images& images_for(const Size& s) {
 // time) and sets the counters from the total, as plain numbers.
 template <typename F>
 void time_loop(benchmark::State& state, const Size& s, double copy_bytes_per_s, F&& body) {
-  double total = 0.0;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    benchmark::ClobberMemory();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(dt);
-    total += dt;
-  }
+  const double total = pixelkit::bench::time_manual(state, body);
   if (total <= 0.0) return;
   const double pixels = double(s.w) * s.h * static_cast<double>(state.iterations());
   const double bytes = 2.0 * pixels * kChannels;

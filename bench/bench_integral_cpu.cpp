@@ -44,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "bench_cpu_context.hpp"
+#include "bench_cpu.hpp"
 #include "pixelkit/integral.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -94,19 +94,7 @@ const std::vector<Pair>& pairs() {
   return p;
 }
 
-void fill_random(const ImageView& v, unsigned seed) {
-  std::mt19937 rng(seed);
-  for (int y = 0; y < v.height; ++y) {
-    const std::size_t n = static_cast<std::size_t>(v.width) * v.channels;
-    if (v.type == PixelType::u8) {
-      auto* r = v.row<std::uint8_t>(y);
-      for (std::size_t i = 0; i < n; ++i) r[i] = static_cast<std::uint8_t>(rng() >> 24);
-    } else {
-      auto* r = v.row<float>(y);
-      for (std::size_t i = 0; i < n; ++i) r[i] = static_cast<float>(rng() >> 8) * (1.0f / 65536.0f);  // [0, 256)
-    }
-  }
-}
+using pixelkit::bench::fill_random;
 
 // Source images, one per (size, input type), kept for the program's life.
 const Image& source(const Size& s, PixelType t) {
@@ -259,15 +247,7 @@ std::string check_sub_view(const Pair& p, Backend b, int threads) {
 
 template <typename F>
 void time_loop(benchmark::State& state, const Size& s, double bytes_per_call, F&& body) {
-  double total = 0.0;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    body();
-    benchmark::ClobberMemory();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    state.SetIterationTime(dt);
-    total += dt;
-  }
+  const double total = pixelkit::bench::time_manual(state, body);
   if (total <= 0.0) return;
   const double it = static_cast<double>(state.iterations());
   state.counters["Mpix/s"] = double(s.w) * s.h * it / total / 1e6;

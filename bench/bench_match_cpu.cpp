@@ -60,7 +60,7 @@
 #include <vector>
 
 #include "match/match_backends.hpp"  // detail::MatchCpuStages (stage profiling)
-#include "bench_cpu_context.hpp"
+#include "bench_cpu.hpp"
 #include "pixelkit/match.hpp"
 
 #if defined(PIXELKIT_BENCH_HAVE_OPENCV)
@@ -88,14 +88,7 @@ const std::vector<Case> kCases = {
     {1326, 1025, 479, 432}, {1200, 1983, 150, 150}, {1920, 1080, 32, 32}, {1920, 1080, 64, 64}, {1920, 1080, 256, 256}};
 const MatchMethod kMethods[] = {MatchMethod::sqdiff, MatchMethod::ccorr_normed, MatchMethod::ccoeff_normed};
 
-void fill_random(const ImageView& v, unsigned seed) {
-  std::mt19937 rng(seed);
-  for (int y = 0; y < v.height; ++y) {
-    auto* r = v.row<std::uint8_t>(y);
-    for (std::size_t i = 0; i < static_cast<std::size_t>(v.width) * v.channels; ++i)
-      r[i] = static_cast<std::uint8_t>(rng() >> 24);
-  }
-}
+using pixelkit::bench::fill_random;
 
 // An elliptical 0/1 mask.
 Image ellipse_mask(int w, int h) {
