@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#include "seed_variants.cuh"
 #include "core/cuda_check.hpp"
 #include "haar/haar_backends.hpp"
 #include "pixelkit/haar.hpp"
@@ -74,36 +75,10 @@ Image to_host(const ConstImageView& v) {
   return h;
 }
 
-// Seed 000's v1: every level uploads the current approximation, runs one
-// level on the device, downloads the four bands and rearranges them on the
-// host (device buffers allocated per level, as the seed did).
+// Seed 000's v1 (bench/seed_variants.cuh), with this benchmark's normalisation.
 void v1_forward(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, int block) {
-  auto cuda = detail::make_cuda_haar();
-  cuda->tuning().block_threads = block;
-  Image approx(src.width, src.height, 1, PixelType::f32);
-  copy(src, approx.view());
-  for (int k = 1; k <= l.levels; ++k) {
-    const HaarLayout one = haar_layout(approx.width(), approx.height(), 1);
-    Image d_in(approx.width(), approx.height(), 1, PixelType::f32, Memory::device);
-    Image d_co(one.coeff_width, one.coeff_height, 1, PixelType::f32, Memory::device);
-    copy(approx.cview(), d_in.view());
-    cuda->forward(d_in.cview(), d_co.view(), one, HaarNormalize::orthonormal, nullptr);
-    Image h_co = to_host(d_co.cview());
-    const auto& b = l.band[k];
-    for (int y = 0; y < b.height; ++y) {
-      std::memcpy(coeffs.row<float>(y) + b.x0, h_co.row<float>(y) + b.width, b.width * sizeof(float));
-      std::memcpy(coeffs.row<float>(b.y0 + y), h_co.row<float>(b.height + y), b.width * sizeof(float));
-      std::memcpy(coeffs.row<float>(b.y0 + y) + b.x0, h_co.row<float>(b.height + y) + b.width,
-                  b.width * sizeof(float));
-    }
-    Image next(b.width, b.height, 1, PixelType::f32);
-    for (int y = 0; y < b.height; ++y) std::memcpy(next.row<float>(y), h_co.row<float>(y), b.width * sizeof(float));
-    approx = std::move(next);
-  }
-  for (int y = 0; y < approx.height(); ++y)
-    std::memcpy(coeffs.row<float>(y), approx.row<float>(y), approx.width() * sizeof(float));
+  pixelkit::bench::seed000_v1_forward(src, coeffs, l, block, HaarNormalize::orthonormal);
 }
-
 double copy_bandwidth_gbs(cudaStream_t s) {
   const std::size_t bytes = std::size_t{1} << 30;
   void *a = nullptr, *b = nullptr;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#include "seed_variants.cuh"
 #include "core/cuda_check.hpp"
 #include "integral/integral_backends.hpp"
 #include "pixelkit/filter.hpp"
@@ -74,33 +75,7 @@ double copy_bandwidth(cudaStream_t s) {
 
 // ---- seed 003: scan rows, transpose, scan rows, transpose (benchmark only) ---------
 
-constexpr int kScanThreads = 256, kScanItems = 8;
-
-// One block per row: inclusive scan of `in` (In) into `out` (i64), width n.
-template <typename In>
-__global__ void __launch_bounds__(kScanThreads) seed_row_scan(const In* in, std::size_t in_pitch, long long* out,
-                                                              std::size_t out_pitch, int n) {
-  using BlockScan = cub::BlockScan<long long, kScanThreads>;
-  __shared__ typename BlockScan::TempStorage temp;
-  const In* row = reinterpret_cast<const In*>(reinterpret_cast<const char*>(in) + blockIdx.x * in_pitch);
-  long long* orow = reinterpret_cast<long long*>(reinterpret_cast<char*>(out) + blockIdx.x * out_pitch);
-  long long carry = 0;
-  for (int base = 0; base < n; base += kScanThreads * kScanItems) {
-    long long v[kScanItems];
-    for (int i = 0; i < kScanItems; ++i) {
-      const int x = base + threadIdx.x * kScanItems + i;
-      v[i] = x < n ? static_cast<long long>(row[x]) : 0;
-    }
-    long long total;
-    BlockScan(temp).InclusiveSum(v, v, total);
-    __syncthreads();
-    for (int i = 0; i < kScanItems; ++i) {
-      const int x = base + threadIdx.x * kScanItems + i;
-      if (x < n) orow[x] = v[i] + carry;
-    }
-    carry += total;
-  }
-}
+constexpr int kScanThreads = 256;  // the seed's scan block (bench/seed_variants.cuh's seed003_row_scan)
 
 // 32x32 tiles through padded shared memory (Harris), blockDim (32, 8).
 __global__ void seed_transpose(const long long* in, std::size_t in_pitch, long long* out, std::size_t out_pitch, int w,
@@ -137,9 +112,9 @@ void seed_integral(const ConstImageView& d, Buffers& buf, cudaStream_t s) {
   }
   auto* A = static_cast<long long*>(buf.a);
   auto* B = static_cast<long long*>(buf.b);
-  seed_row_scan<unsigned char><<<h, kScanThreads, 0, s>>>(static_cast<const unsigned char*>(d.data), d.pitch, A, pa, w);
+  pixelkit::bench::seed003_row_scan<kScanThreads, unsigned char><<<h, kScanThreads, 0, s>>>(static_cast<const unsigned char*>(d.data), d.pitch, A, pa, w);
   seed_transpose<<<dim3((w + 31) / 32, (h + 31) / 32), dim3(32, 8), 0, s>>>(A, pa, B, pb, w, h);
-  seed_row_scan<long long><<<w, kScanThreads, 0, s>>>(B, pb, B, pb, h);
+  pixelkit::bench::seed003_row_scan<kScanThreads, long long><<<w, kScanThreads, 0, s>>>(B, pb, B, pb, h);
   seed_transpose<<<dim3((h + 31) / 32, (w + 31) / 32), dim3(32, 8), 0, s>>>(B, pb, A, pa, h, w);
   PIXELKIT_CUDA_CHECK_LAUNCH("seed scan + transpose");
 }

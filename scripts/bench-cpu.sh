@@ -14,6 +14,11 @@ if [ -x "$BUILD/bench/bench_filter_cpu" ]; then
   "$BUILD/bench/bench_filter_cpu" --benchmark_filter='1920x1080' --benchmark_min_time=0.2
   ran=1
 fi
+if [ -x "$BUILD/bench/bench_integral_cpu" ]; then
+  echo "== bench_integral_cpu (2048^2 grey, 1080p RGB) =="
+  "$BUILD/bench/bench_integral_cpu" --benchmark_filter='/(2048x2048x1|1920x1080x3)' --benchmark_min_time=0.2
+  ran=1
+fi
 if [ -x "$BUILD/bench/bench_match_cpu" ]; then
   echo "== bench_match_cpu (seed 001's cases, per stage; 1080p 64x64) =="
   "$BUILD/bench/bench_match_cpu" --benchmark_filter='match_stages/|/1920x1080/64x64$' --benchmark_min_time=0.2

@@ -91,6 +91,7 @@
 #include <vector>
 
 #include "bench_timing.hpp"
+#include "seed_variants.cuh"
 #include "core/cuda_check.hpp"
 #include "core/cuda_resources.hpp"
 #include "haar/haar_backends.hpp"
@@ -260,36 +261,12 @@ Image to_host(const ConstImageView& v) {
 
 // =========================================================================================
 // seed 003: scan rows, transpose, scan rows, transpose (study-only), block sizes as
-// parameters: scan blocks of S threads (one block per row, S x kScanItems elements
+// parameters: scan blocks of S threads (one block per row, S x kSeedScanItems elements
 // per step, CUB's block scan), transpose tiles of T x T with T x T threads.
 // =========================================================================================
 
-constexpr int kScanItems = 8;
-
-template <int S, typename In>
-__global__ void __launch_bounds__(S) st_row_scan(const In* in, std::size_t in_pitch, long long* out,
-                                                 std::size_t out_pitch, int n) {
-  using BlockScan = cub::BlockScan<long long, S>;
-  __shared__ typename BlockScan::TempStorage temp;
-  const In* row = reinterpret_cast<const In*>(reinterpret_cast<const char*>(in) + blockIdx.x * in_pitch);
-  long long* orow = reinterpret_cast<long long*>(reinterpret_cast<char*>(out) + blockIdx.x * out_pitch);
-  long long carry = 0;
-  for (int base = 0; base < n; base += S * kScanItems) {
-    long long v[kScanItems];
-    for (int i = 0; i < kScanItems; ++i) {
-      const int x = base + threadIdx.x * kScanItems + i;
-      v[i] = x < n ? static_cast<long long>(row[x]) : 0;
-    }
-    long long total;
-    BlockScan(temp).InclusiveSum(v, v, total);
-    __syncthreads();  // temp is reused by the next step; in == out for the second scan
-    for (int i = 0; i < kScanItems; ++i) {
-      const int x = base + threadIdx.x * kScanItems + i;
-      if (x < n) orow[x] = v[i] + carry;
-    }
-    carry += total;
-  }
-}
+using pixelkit::bench::kSeedScanItems;
+using pixelkit::bench::seed003_row_scan;  // bench/seed_variants.cuh
 
 // T x T tile through padded shared memory (no bank conflicts), blockDim (T, T).
 template <int T>
@@ -308,9 +285,9 @@ __global__ void __launch_bounds__(T * T) st_transpose(const long long* in, std::
 template <int S>
 void launch_scan(const void* in, std::size_t ip, bool u8, long long* out, std::size_t op, int rows, int n,
                  cudaStream_t s) {
-  if (u8) st_row_scan<S, unsigned char><<<rows, S, 0, s>>>(static_cast<const unsigned char*>(in), ip, out, op, n);
-  else st_row_scan<S, long long><<<rows, S, 0, s>>>(static_cast<const long long*>(in), ip, out, op, n);
-  PIXELKIT_CUDA_CHECK_LAUNCH("st_row_scan");
+  if (u8) seed003_row_scan<S, unsigned char><<<rows, S, 0, s>>>(static_cast<const unsigned char*>(in), ip, out, op, n);
+  else seed003_row_scan<S, long long><<<rows, S, 0, s>>>(static_cast<const long long*>(in), ip, out, op, n);
+  PIXELKIT_CUDA_CHECK_LAUNCH("seed003_row_scan");
 }
 
 void scan_rows(int S, const void* in, std::size_t ip, bool u8, long long* out, std::size_t op, int rows, int n,
@@ -417,7 +394,7 @@ void study_s003_blocks(cudaStream_t s) {
       emit({"s003_blocks", "cuda_scan_transpose", label, double(S), ms, 0, ok(good), "",
             size + " u8 -> i64; seed (" + std::to_string(T) + "," + std::to_string(T) + "," + std::to_string(S) +
                 "): transpose " + std::to_string(T) + "x" + std::to_string(T) + " threads; scan " +
-                std::to_string(S) + " threads x " + std::to_string(kScanItems) + " items; " + std::to_string(k) +
+                std::to_string(S) + " threads x " + std::to_string(kSeedScanItems) + " items; " + std::to_string(k) +
                 " input sets"});
     }
   // The production path as a reference line.
@@ -544,37 +521,10 @@ double max_rel_diff(const ConstImageView& a, const ConstImageView& b) {
   return m / std::max(r, 1.0);
 }
 
-// Seed 000's v1: every level uploads the current approximation, runs one
-// level on the device, downloads the four bands and rearranges them on the
-// host (device buffers allocated per level, as the seed did). As
-// bench_haar_gpu's v1_forward.
+// Seed 000's v1 (bench/seed_variants.cuh, as bench_haar_gpu's), the seed's averages.
 void v1_forward(const ConstImageView& src, const ImageView& coeffs, const HaarLayout& l, int block) {
-  auto cuda = detail::make_cuda_haar();
-  cuda->tuning().block_threads = block;
-  Image approx(src.width, src.height, 1, PixelType::f32);
-  copy(src, approx.view());
-  for (int k = 1; k <= l.levels; ++k) {
-    const HaarLayout one = haar_layout(approx.width(), approx.height(), 1);
-    Image d_in(approx.width(), approx.height(), 1, PixelType::f32, Memory::device);
-    Image d_co(one.coeff_width, one.coeff_height, 1, PixelType::f32, Memory::device);
-    copy(approx.cview(), d_in.view());
-    cuda->forward(d_in.cview(), d_co.view(), one, kHaarNorm, nullptr);
-    Image h_co = to_host(d_co.cview());
-    const auto& b = l.band[k];
-    for (int y = 0; y < b.height; ++y) {
-      std::memcpy(coeffs.row<float>(y) + b.x0, h_co.row<float>(y) + b.width, b.width * sizeof(float));
-      std::memcpy(coeffs.row<float>(b.y0 + y), h_co.row<float>(b.height + y), b.width * sizeof(float));
-      std::memcpy(coeffs.row<float>(b.y0 + y) + b.x0, h_co.row<float>(b.height + y) + b.width,
-                  b.width * sizeof(float));
-    }
-    Image next(b.width, b.height, 1, PixelType::f32);
-    for (int y = 0; y < b.height; ++y) std::memcpy(next.row<float>(y), h_co.row<float>(y), b.width * sizeof(float));
-    approx = std::move(next);
-  }
-  for (int y = 0; y < approx.height(); ++y)
-    std::memcpy(coeffs.row<float>(y), approx.row<float>(y), approx.width() * sizeof(float));
+  pixelkit::bench::seed000_v1_forward(src, coeffs, l, block, kHaarNorm);
 }
-
 struct HaarCase {
   const char* name;
   int w, h, levels;

@@ -1650,13 +1650,17 @@ class CudaIntegralImpl final : public CudaIntegral {
   }
 
   /// One single-pass launch: a block per tile, `smem` bytes of dynamic shared
-  /// memory (the attribute raised past 48 KB).
+  /// memory (past 48 KB the kernel's attribute is raised, once per operator
+  /// and kernel: each kernel always asks for the same size).
   template <typename Kernel, typename View>
-  static void launch_single(Kernel kernel, std::size_t smem, long long ntiles, int threads, const View& view,
-                            const TileGrid& g, const LookBackState& lb, const TableOut& os, const TableOut& oq,
-                            stream_t stream) {
-    if (smem > 48 * 1024)
+  void launch_single(Kernel kernel, std::size_t smem, long long ntiles, int threads, const View& view,
+                     const TileGrid& g, const LookBackState& lb, const TableOut& os, const TableOut& oq,
+                     stream_t stream) {
+    const void* key = reinterpret_cast<const void*>(kernel);
+    if (smem > 48 * 1024 && std::find(raised_.begin(), raised_.end(), key) == raised_.end()) {
       PIXELKIT_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+      raised_.push_back(key);
+    }
     kernel<<<static_cast<unsigned>(ntiles), threads, smem, stream>>>(view, g, lb, os, oq);
     PIXELKIT_CUDA_CHECK_LAUNCH("single-pass integral kernel");
   }
@@ -1799,6 +1803,7 @@ class CudaIntegralImpl final : public CudaIntegral {
 
   DeviceBuffer aggregates_, prefix_, src_, tables_[3], tilted_f64_;
   DeviceBuffer flags_, payload_;  // single pass: look-back flags + ticket, look-back payloads
+  std::vector<const void*> raised_;  ///< kernels whose dynamic shared memory limit was raised
   unsigned epoch_ = g_first_epoch;
   Event last_done_;               ///< recorded after every call's work (cross-stream ordering)
   stream_t last_stream_ = nullptr;
