@@ -11,9 +11,14 @@
 #include <tuple>
 #include <vector>
 
+#include "pixelkit/config.hpp"
 #include "pixelkit/filter.hpp"
 #include "pixelkit/io.hpp"
 #include "test_support.hpp"
+
+#if PIXELKIT_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #if PIXELKIT_TEST_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -345,6 +350,144 @@ TEST(FilterCuda, LargePageableHostImagesInStripsThroughPitchedSubViews) {
     ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(y), before.row<std::uint8_t>(y), 3020 * 3)) << "row " << y;
   ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(1000), before.row<std::uint8_t>(1000), 9 * 3));
   ASSERT_EQ(0, std::memcmp(out_parent.row<std::uint8_t>(1000) + 3010 * 3, before.row<std::uint8_t>(1000) + 3010 * 3, 10 * 3));
+}
+
+// The tensor-core separable path (u8; filter_cuda_mma.cuh). The environment
+// switch sends every u8 separable kernel there, so the small sizes, the
+// non-square shapes and every k-step count (1..3 per pass) are covered, on
+// tile-edge sizes, every border and 1/3/4 channels. Its results must agree
+// with ref as the FP32 kernels do: within 1 grey level, and off by one on
+// almost no element (it is FP32-accurate, not fp16-accurate).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+bool device_has_tensor_core_path() {
+#if PIXELKIT_WITH_CUDA
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 8;
+#else
+  return false;
+#endif
+}
+
+long long count_differing(const ConstImageView& a, const ConstImageView& b) {
+  long long n = 0;
+  for (int y = 0; y < a.height; ++y) {
+    const auto* ra = a.row<std::uint8_t>(y);
+    const auto* rb = b.row<std::uint8_t>(y);
+    for (int i = 0; i < a.width * a.channels; ++i) n += ra[i] != rb[i];
+  }
+  return n;
+}
+
+TEST(FilterCuda, TensorCoreLargeAndSmallSeparableKernelsAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "on");
+  std::vector<Kernel> kernels;
+  for (int n = 3; n <= 31; n += 2) kernels.push_back(Kernel::gaussian(n));
+  kernels.push_back(Kernel::box(9));
+  // Non-square factors, signed coefficients, sides 1..31 on each axis.
+  kernels.push_back(Kernel::from_factors({0.25f, -0.5f, 1.0f, 0.75f, -0.125f}, std::vector<float>(31, 1.0f / 31), "5x31"));
+  kernels.push_back(Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {1.0f}, "31x1"));
+  kernels.push_back(Kernel::from_factors({1.0f}, {0.3f, 0.4f, 0.3f}, "1x3"));
+  kernels.push_back(Kernel::from_factors({1, 2, 3, 4, 5, 4, 3, 2, 1}, {0.1f, 0.2f, 0.4f, 0.2f, 0.1f}, "9x5 (sum 2.5)"));
+  struct Size { int w, h, c; };
+  const std::vector<Size> sizes = {{1, 1, 3}, {7, 3, 4}, {63, 31, 1}, {65, 33, 3}, {130, 97, 4}, {129, 64, 3}};
+  long long differing = 0, total = 0;
+  std::uint32_t seed = 900;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) {
+        Image dsrc = clone(src.cview(), Memory::device);
+        Image ddst(sz.w, sz.h, sz.c, PixelType::u8, Memory::device);
+        RunInfo info;
+        Options o;
+        o.backend = Backend::cuda;
+        o.info = &info;
+        Filter2D f(k, b);
+        f(dsrc, ddst.view(), o);
+        synchronize(nullptr);
+        const Image got = clone(ddst.cview(), Memory::host);
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_TRUE(agrees(got, want)) << info.path << ", " << label(src, k, b);
+        if (tc) EXPECT_NE(info.path.find("tensor cores"), std::string::npos) << info.path;
+        // Off-by-one counts only mean something without exact ties: a box or
+        // a 1/40 kernel puts many exact .5 values on the rounding edge, where
+        // any summation order decides; Gaussian weights do not.
+        if (k.name.rfind("gaussian", 0) == 0) {
+          differing += count_differing(got, want);
+          total += static_cast<long long>(sz.w) * sz.h * sz.c;
+        }
+      }
+  }
+  std::printf("tensor cores vs ref, Gaussians: %lld of %lld elements off by one\n", differing, total);
+  EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+  // A large image through host strips (several launches with y ranges), and
+  // a sub-view whose rows are not 4-byte aligned (the unaligned load path).
+  const Image big = random_image(1283, 771, 3, PixelType::u8, 77);
+  for (const char* spec : {"gaussian:31", "gaussian:7", "box:13"}) {
+    const Kernel k = parse_kernel(spec);
+    const Border b{BorderMode::reflect101, 0};
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Image out(big.width(), big.height(), 3, PixelType::u8);
+    Filter2D f(k, b);
+    f(big, out.view(), o);
+    const Image want = run(Backend::ref, big, k, b);
+    EXPECT_TRUE(agrees(out, want)) << spec << " " << info.path;
+    if (std::string(spec).rfind("gaussian", 0) == 0)
+      EXPECT_LE(count_differing(out, want), static_cast<long long>(big.width()) * big.height() * 3 / 1000) << spec;
+    const ConstImageView sub = big.cview().sub(1, 2, 700, 500);
+    EXPECT_TRUE(agrees(run_device(sub, k, b), run(Backend::ref, sub, k, b))) << spec << " unaligned sub-view";
+  }
+}
+
+TEST(FilterCuda, TensorCoreBlocksWalkSeveralTiles) {
+  PIXELKIT_REQUIRE_GPU();
+  // More tiles (32 x 10) than an H100 holds blocks at once (2 per SM): each
+  // block of the persistent grid computes several, prefetching the next.
+  // Small enough for racecheck (scripts/gpu-check.sh runs it there).
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "on");
+  const Image src = random_image(2000, 300, 3, PixelType::u8, 41);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+    const Kernel k = Kernel::gaussian(9);
+    EXPECT_TRUE(agrees(run_device(src, k, b), run(Backend::ref, src, k, b))) << to_string(b);
+  }
+}
+
+TEST(FilterCuda, TensorCorePathDeclinesWhatItCannotDoExactly) {
+  PIXELKIT_REQUIRE_GPU();
+  // A constant border value that fp16 cannot hold exactly goes to the FP32
+  // kernels, and so does everything with the switch off.
+  const Image src = random_image(100, 60, 3, PixelType::u8, 5);
+  const Kernel k = Kernel::gaussian(15);
+  for (const auto& [env_value, border, want_tc] :
+       {std::tuple{"on", Border{BorderMode::constant, 0.1f}, false}, std::tuple{"off", Border{BorderMode::reflect101, 0}, false},
+        std::tuple{"on", Border{BorderMode::constant, 2.5f}, true}}) {
+    ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", env_value);
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Image out(100, 60, 3, PixelType::u8);
+    Filter2D f(k, border);
+    f(src, out.view(), o);
+    EXPECT_TRUE(agrees(out, run(Backend::ref, src, k, border))) << info.path;
+    const bool took_tc = info.path.find("tensor cores") != std::string::npos;
+    EXPECT_EQ(took_tc, want_tc && device_has_tensor_core_path()) << env_value << " " << info.path;
+  }
 }
 
 TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {

@@ -3,6 +3,10 @@
 //
 // Paths (the string run_* returns says which ran):
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
+//   u8 separable, nx + ny >= 26 with both      -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
+//       sides <= 17, or nx + ny >= 54             filter_cuda_mma.cuh, sm_80 up
+//       (square: 13..17 and 27..31)               (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
+//                                                  u8 separable kernel)
 //   separable kernel, square N x N             -> separable_fused_kernel<T,C,N>
 //       (u8: N = 3..31; f32: N = 3..9, to bound the build time)
 //   separable kernel, other shapes and sizes   -> separable_fused_kernel<T,C,0> (sizes at run time)
@@ -12,6 +16,7 @@
 // filter meet in shared memory.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -24,6 +29,8 @@
 #include "core/view2d.hpp"
 #include "filter/filter_backends.hpp"
 #include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_cuda_mma.cuh"
+#include "filter/filter_cuda_mma.hpp"
 #include "filter/filter_tuning.hpp"
 
 namespace pixelkit::detail {
@@ -42,6 +49,20 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 }
 
 const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : "f32"; }
+
+/// PIXELKIT_CUDA_FILTER_MMA: unset = the default rule (the u8 separable
+/// kernels where the tensor cores were measured faster), "off" = never, "on"
+/// = every u8 separable kernel (tests use it to cover every size; the
+/// benchmark, to compare both paths).
+enum class MmaPolicy { automatic, off, on };
+MmaPolicy mma_policy() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_MMA");
+  if (v == nullptr || *v == '\0') return MmaPolicy::automatic;
+  const std::string s(v);
+  if (s == "off" || s == "0") return MmaPolicy::off;
+  if (s == "on" || s == "1") return MmaPolicy::on;
+  return MmaPolicy::automatic;
+}
 
 // ---- kernel tables -------------------------------------------------------------
 
@@ -108,6 +129,19 @@ class CudaFilterImpl final : public CudaFilter {
       for (int i = 0; i < kw_; ++i) sep_.row[i] = kernel.row[static_cast<std::size_t>(i)];
       for (int i = 0; i < kh_; ++i) sep_.col[i] = kernel.col[static_cast<std::size_t>(i)];
     }
+    // Tensor cores for u8 separable kernels where they beat the FP32 passes
+    // (run 8 of the notes, H100, RGB u8, 1080p / 4K / 8K): their time hardly
+    // depends on the taps within a k-step class, so they win from
+    // gaussian:13 up while each pass takes 2 k-steps (sides <= 17), lose to
+    // FP32 at 19..25 (3 k-steps, 2 blocks per SM), and win again from 27.
+    const MmaPolicy policy = mma_policy();
+    mma_ = MmaSepCoeffs{};
+    mma_ok_ = kernel.separable && policy != MmaPolicy::off &&
+              make_mma_sep_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_);
+    if (mma_ok_ && policy == MmaPolicy::automatic) {
+      const bool two_ksteps = mma_ks1(mma_) <= 2 && mma_ks2(mma_) <= 2;
+      mma_ok_ = two_ksteps ? kw_ + kh_ >= 26 : kw_ + kh_ >= 54;
+    }
   }
 
   ~CudaFilterImpl() override {
@@ -167,6 +201,26 @@ class CudaFilterImpl final : public CudaFilter {
     const std::string shape = " (" + std::string(type_name(src.type)) + " C" + std::to_string(C) + ")";
     const int rows = y_end - y_begin;
     const int wc = src.width * C;
+    if constexpr (std::is_same<T, std::uint8_t>::value) {
+      if (mma_ok_ && tensor_cores()) {
+        MmaSepParams p{};
+        p.a = args<T>(src, dst, y_begin, y_end, 4);
+        p.k = mma_;
+        p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+        const MmaSepKernelInfo ki = mma_sep_kernel(C, mma_ks1(mma_), mma_ks2(mma_));
+        // A persistent grid: as many blocks as fit at once, each walking tiles.
+        const int per_sm = prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, mma_tuning::kThreads);
+        const long long tiles =
+            static_cast<long long>((src.width + mma_tuning::kTilePx - 1) / mma_tuning::kTilePx) *
+            ((rows + mma_tuning::kTileRows - 1) / mma_tuning::kTileRows);
+        const dim3 grid(static_cast<unsigned>(std::min<long long>(tiles, static_cast<long long>(per_sm) * sm_count())));
+        void* kargs[] = {&p};
+        PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, grid, dim3(mma_tuning::kThreads), kargs,
+                                           static_cast<std::size_t>(ki.smem_bytes), stream));
+        PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_kernel");
+        return "cuda separable tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+      }
+    }
     // u8 5x5 separable kernels also take the dense tiled kernel: faster at
     // every size measured (H100, RGB, ms, gaussian:5 separable against dense:
     // 720p 0.0163 / 0.0114, 1080p 0.0237 / 0.0181, 4K 0.0575 / 0.0496, 8K
@@ -239,6 +293,17 @@ class CudaFilterImpl final : public CudaFilter {
     return std::max(blocks, 1);
   }
 
+  /// mma.sync with fp16 operands and m16n8k16 shape: compute capability 8.0 up.
+  bool tensor_cores() {
+    int device = 0;
+    PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
+    if (device != cc_device_) {
+      PIXELKIT_CUDA_TRY(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, device));
+      cc_device_ = device;
+    }
+    return cc_major_ >= 8;
+  }
+
   int sm_count() {
     int device = 0;
     PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
@@ -265,9 +330,12 @@ class CudaFilterImpl final : public CudaFilter {
   bool separable_ = false;
   DenseCoeffs dense_{};
   SepCoeffs sep_{};
+  bool mma_ok_ = false;
+  MmaSepCoeffs mma_{};
 
   std::vector<KernelAttr> attrs_;
   int sm_device_ = -1, sm_count_ = 1;
+  int cc_device_ = -1, cc_major_ = 0;
 
   // run_host resources, all grow-only and created on first use.
   DeviceBuffer d_src_, d_dst_;
