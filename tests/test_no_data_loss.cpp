@@ -349,7 +349,10 @@ TEST_F(NoDataLoss, IntegralWriteFails) {
 }
 
 TEST_F(NoDataLoss, IntegralKilledMidWrite) {
-  write_u8_npy(at("in.npy"), 1000, 1000, 3, 5);
+  // 2000 x 2000 x 3: three 96 MB tables. At 1000 x 1000 the H100 machine
+  // (fast disk, cuda backend) once wrote and renamed all three before any of
+  // the eight kills landed (2026-11-25: "0 of 8 kills landed mid-write").
+  write_u8_npy(at("in.npy"), 2000, 2000, 3, 5);
   check_kills({"integral",
                {"integral", "@in.npy", "--sum", "@s.npy", "--sqsum", "@q.npy", "--tilted", "@t.npy"},
                {"in.npy"},
