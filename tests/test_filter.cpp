@@ -490,6 +490,134 @@ TEST(FilterCuda, TensorCorePathDeclinesWhatItCannotDoExactly) {
   }
 }
 
+// The dense tensor-core path (u8, sides up to 9; filter_cuda_mma_dense.cuh).
+// "dense" sends every u8 kernel up to 9x9 there, separable ones too, so both
+// tile layouts (interleaved for a reach of at most 4 elements, planar
+// beyond), every kernel height, kernels with and without fp16-inexact
+// coefficients, every border and 1/3/4 channels are covered, on sizes around
+// the 64x64 tile and its 16-pixel fast-path margin.
+TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  std::vector<Kernel> kernels;
+  std::uint32_t kseed = 70;
+  for (int n : {3, 5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
+  for (auto [w, h] : {std::pair{1, 9}, std::pair{9, 1}, std::pair{3, 7}, std::pair{7, 3}, std::pair{5, 9}, std::pair{1, 1}})
+    kernels.push_back(random_kernel(w, h, ++kseed));
+  for (const char* spec : {"sharpen", "edge", "emboss", "gaussian:3", "gaussian:5", "gaussian:9", "box:3", "unsharp:5"})
+    kernels.push_back(parse_kernel(spec));
+  struct Size { int w, h, c; };
+  const std::vector<Size> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {97, 70, 3},
+                                   {200, 130, 3}, {161, 129, 4}, {300, 140, 1}};
+  long long differing = 0, total = 0;
+  std::uint32_t seed = 1900;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) {
+        Image dsrc = clone(src.cview(), Memory::device);
+        Image ddst(sz.w, sz.h, sz.c, PixelType::u8, Memory::device);
+        RunInfo info;
+        Options o;
+        o.backend = Backend::cuda;
+        o.info = &info;
+        Filter2D f(k, b);
+        f(dsrc, ddst.view(), o);
+        synchronize(nullptr);
+        const Image got = clone(ddst.cview(), Memory::host);
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_TRUE(agrees(got, want)) << info.path << ", " << label(src, k, b);
+        if (tc) EXPECT_NE(info.path.find("dense tensor cores"), std::string::npos) << info.path;
+        // Random and Gaussian weights put no exact .5 on the rounding edge.
+        if (k.name.rfind("random", 0) == 0 || k.name.rfind("gaussian", 0) == 0) {
+          differing += count_differing(got, want);
+          total += static_cast<long long>(sz.w) * sz.h * sz.c;
+        }
+      }
+  }
+  std::printf("dense tensor cores vs ref: %lld of %lld elements off by one\n", differing, total);
+  EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+  // The automatic rule (filter_cuda.cu) on a 1283x771 image, 21 x 13 tiles:
+  // fewer than one wave on an sm_80+ GPU. 7x7 / 9x9 and non-square kernels
+  // take the tensor cores at any size; 3x3 only from 12 waves, gaussian:7
+  // from one. Host images go through strips (several launches, y ranges).
+  const Image big = random_image(1283, 771, 3, PixelType::u8, 78);
+  struct Auto { Kernel k; bool want_tc; };
+  const std::vector<Auto> autos = {{random_kernel(9, 9, 79), true},
+                                   {parse_kernel("1,2,3,4,5,6,7;7,6,5,4,3,2,1;0,1,0,1,0,1,0/29"), true},
+                                   {parse_kernel("edge"), false},
+                                   {parse_kernel("gaussian:7"), false}};
+  for (const auto& [k, want_tc] : autos) {
+    ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
+    const Border b{BorderMode::reflect101, 0};
+    for (const bool device : {true, false}) {
+      RunInfo info;
+      Options o;
+      o.backend = Backend::cuda;
+      o.info = &info;
+      Filter2D f(k, b);
+      Image got(big.width(), big.height(), 3, PixelType::u8);
+      if (device) {
+        const Image dsrc = clone(big.cview(), Memory::device);
+        Image ddst(big.width(), big.height(), 3, PixelType::u8, Memory::device);
+        f(dsrc, ddst.view(), o);
+        synchronize(nullptr);
+        got = clone(ddst.cview(), Memory::host);
+        EXPECT_EQ(info.path.find("dense tensor cores") != std::string::npos, want_tc && tc) << k.name << " " << info.path;
+      } else {
+        f(big, got.view(), o);
+      }
+      EXPECT_TRUE(agrees(got, run(Backend::ref, big, k, b))) << k.name << " " << info.path;
+    }
+  }
+}
+
+TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {
+  PIXELKIT_REQUIRE_GPU();
+  // More tiles (41 x 10) than an H100 holds blocks at once (3 per SM): each
+  // block of the persistent grid computes several while the next one's rows
+  // arrive by cp.async. Small enough for racecheck.
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  const Image src = random_image(2600, 600, 3, PixelType::u8, 43);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+    for (const Kernel& k : {parse_kernel("edge"), random_kernel(9, 9, 44)})
+      EXPECT_TRUE(agrees(run_device(src, k, b), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
+  }
+}
+
+TEST(FilterCuda, TensorCoreDensePathDeclinesWhatItCannotDoExactly) {
+  PIXELKIT_REQUIRE_GPU();
+  // Declined: a constant border value fp16 cannot hold, a source whose rows
+  // are not 16-byte aligned (cp.async copies 16 bytes), sides above 9, and
+  // everything with the switch off. Each still agrees with ref.
+  const Image parent = random_image(300, 90, 3, PixelType::u8, 6);
+  struct Case { const char* env; Border border; bool shifted; Kernel k; bool want_tc; };
+  const std::vector<Case> cases = {
+      {"dense", {BorderMode::constant, 0.1f}, false, parse_kernel("edge"), false},
+      {"dense", {BorderMode::constant, 2.5f}, false, parse_kernel("edge"), true},
+      {"dense", {BorderMode::reflect101, 0}, true, parse_kernel("edge"), false},
+      {"dense", {BorderMode::reflect101, 0}, false, random_kernel(11, 11, 8), false},
+      {"off", {BorderMode::reflect101, 0}, false, parse_kernel("edge"), false}};
+  for (const auto& c : cases) {
+    ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", c.env);
+    const Image dparent = clone(parent.cview(), Memory::device);
+    const ConstImageView src = c.shifted ? parent.cview().sub(1, 0, 299, 90) : parent.cview();
+    const ConstImageView dsrc = c.shifted ? dparent.cview().sub(1, 0, 299, 90) : dparent.cview();
+    Image ddst(src.width, src.height, 3, PixelType::u8, Memory::device);
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Filter2D f(c.k, c.border);
+    f(dsrc, ddst.view(), o);
+    synchronize(nullptr);
+    EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, src, c.k, c.border))) << info.path;
+    const bool took_tc = info.path.find("dense tensor cores") != std::string::npos;
+    EXPECT_EQ(took_tc, c.want_tc && device_has_tensor_core_path()) << c.env << " " << c.k.name << " " << info.path;
+  }
+}
+
 TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
   PIXELKIT_REQUIRE_GPU();
   const Image src = random_image(64, 64, 1, PixelType::u8, 1);

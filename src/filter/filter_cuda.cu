@@ -2,6 +2,11 @@
 // host images. Kernels: filter_cuda_kernels.cuh; launch sizes: filter_tuning.hpp.
 //
 // Paths (the string run_* returns says which ran):
+//   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
+//       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
+//       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
+//       3x3 and 5x5 from 12 waves of tiles (8K);  u8 dense kernel up to 9x9; =dense: every u8
+//       u8 separable 7x7 from one wave            kernel up to 9x9, separable ones too)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
 //   u8 separable, nx + ny >= 26 with both      -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
 //       sides <= 17, or nx + ny >= 54             filter_cuda_mma.cuh, sm_80 up
@@ -30,6 +35,7 @@
 #include "filter/filter_backends.hpp"
 #include "filter/filter_cuda_kernels.cuh"
 #include "filter/filter_cuda_mma.cuh"
+#include "filter/filter_cuda_mma_dense.cuh"
 #include "filter/filter_cuda_mma.hpp"
 #include "filter/filter_tuning.hpp"
 
@@ -50,17 +56,20 @@ bool aligned(const void* p, std::ptrdiff_t pitch, std::size_t bytes) {
 
 const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : "f32"; }
 
-/// PIXELKIT_CUDA_FILTER_MMA: unset = the default rule (the u8 separable
-/// kernels where the tensor cores were measured faster), "off" = never, "on"
-/// = every u8 separable kernel (tests use it to cover every size; the
-/// benchmark, to compare both paths).
-enum class MmaPolicy { automatic, off, on };
+/// PIXELKIT_CUDA_FILTER_MMA: unset = the default rule (the u8 kernels where
+/// the tensor cores were measured faster), "off" = never, "on" = every u8
+/// separable kernel through the separable tensor-core kernel and every other
+/// u8 kernel up to 9x9 through the dense one, "dense" = every u8 kernel up to
+/// 9x9 through the dense one (tests use them to cover every size; the
+/// benchmark, to compare the paths).
+enum class MmaPolicy { automatic, off, on, dense };
 MmaPolicy mma_policy() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_MMA");
   if (v == nullptr || *v == '\0') return MmaPolicy::automatic;
   const std::string s(v);
   if (s == "off" || s == "0") return MmaPolicy::off;
   if (s == "on" || s == "1") return MmaPolicy::on;
+  if (s == "dense") return MmaPolicy::dense;
   return MmaPolicy::automatic;
 }
 
@@ -142,6 +151,32 @@ class CudaFilterImpl final : public CudaFilter {
       const bool two_ksteps = mma_ks1(mma_) <= 2 && mma_ks2(mma_) <= 2;
       mma_ok_ = two_ksteps ? kw_ + kh_ >= 26 : kw_ + kh_ >= 54;
     }
+    // The dense tensor-core kernel (run 9 of the notes, H100, RGB u8, 720p
+    // to 8K, against the FP32 kernels): it wins at every size for dense
+    // kernels with a side of 7 or 9 (8K 9x9: 0.400 -> 0.222 ms) and for other
+    // shapes (the FP32 kernel for them is the generic one), and for
+    // gaussian:7 from one full wave of tiles up (8K: 0.196 -> 0.159); at 3x3
+    // and 5x5 it loses below 8K (its tiles take longer than the FP32
+    // kernel's, so small grids end on a long tail) and wins by 4-6% at 8K,
+    // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
+    // kernel (0.209 against 0.218 at 8K).
+    mma_dense_ = MmaDenseCoeffs{};
+    const bool mma_dense_fits = policy != MmaPolicy::off &&
+                                make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, &mma_dense_);
+    mma_dense_min_waves_ = -1;
+    if (mma_dense_fits) {
+      const bool dense_path = !separable_ || (kw_ == 5 && kh_ == 5);  // what the FP32 kernels would run
+      switch (policy) {
+        case MmaPolicy::dense: mma_dense_min_waves_ = 0; break;
+        case MmaPolicy::on: mma_dense_min_waves_ = kernel.separable ? -1 : 0; break;
+        default:
+          if (dense_path)
+            mma_dense_min_waves_ = kw_ == kh_ && kw_ <= 5 ? 12 : 0;
+          else if (kw_ == 7 && kh_ == 7)
+            mma_dense_min_waves_ = 1;
+          break;
+      }
+    }
   }
 
   ~CudaFilterImpl() override {
@@ -202,12 +237,32 @@ class CudaFilterImpl final : public CudaFilter {
     const int rows = y_end - y_begin;
     const int wc = src.width * C;
     if constexpr (std::is_same<T, std::uint8_t>::value) {
+      const bool mma_dense = mma_dense_min_waves_ >= 0 && tensor_cores() && aligned(src.data, src.pitch, 16);
+      const MmaKernelInfo ki = mma_dense ? mma_dense_kernel(C, mma_dense_) : MmaKernelInfo{};
+      // A persistent grid, as below: as many blocks as fit at once.
+      const int per_sm = mma_dense ? prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, mma_dense_tuning::kThreads) : 1;
+      const long long resident = static_cast<long long>(per_sm) * (mma_dense ? sm_count() : 1);
+      const long long tiles =
+          static_cast<long long>((src.width + mma_dense_tuning::kTilePx - 1) / mma_dense_tuning::kTilePx) *
+          ((rows + mma_dense_tuning::kTileRows - 1) / mma_dense_tuning::kTileRows);
+      if (mma_dense && tiles >= resident * mma_dense_min_waves_) {
+        MmaDenseParams p{};
+        p.a = args<T>(src, dst, y_begin, y_end, 4);
+        p.k = mma_dense_;
+        p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+        const dim3 grid(static_cast<unsigned>(std::min(tiles, resident)));
+        void* kargs[] = {&p};
+        PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, grid, dim3(mma_dense_tuning::kThreads), kargs,
+                                           static_cast<std::size_t>(ki.smem_bytes), stream));
+        PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
+        return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+      }
       if (mma_ok_ && tensor_cores()) {
         MmaSepParams p{};
         p.a = args<T>(src, dst, y_begin, y_end, 4);
         p.k = mma_;
         p.vec16_dst = aligned(dst.data, dst.pitch, 16);
-        const MmaSepKernelInfo ki = mma_sep_kernel(C, mma_ks1(mma_), mma_ks2(mma_));
+        const MmaKernelInfo ki = mma_sep_kernel(C, mma_ks1(mma_), mma_ks2(mma_));
         // A persistent grid: as many blocks as fit at once, each walking tiles.
         const int per_sm = prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, mma_tuning::kThreads);
         const long long tiles =
@@ -332,6 +387,8 @@ class CudaFilterImpl final : public CudaFilter {
   SepCoeffs sep_{};
   bool mma_ok_ = false;
   MmaSepCoeffs mma_{};
+  int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never
+  MmaDenseCoeffs mma_dense_{};
 
   std::vector<KernelAttr> attrs_;
   int sm_device_ = -1, sm_count_ = 1;

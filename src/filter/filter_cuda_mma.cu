@@ -1,12 +1,14 @@
-// Host side of the tensor-core separable filter (kernel: filter_cuda_mma.cuh):
-// which kernels it takes, the coefficient scaling, and the kernel table. The
-// launch itself is in filter_cuda.cu, beside the other paths.
+// Host side of the tensor-core filters (kernels: filter_cuda_mma.cuh, separable;
+// filter_cuda_mma_dense.cuh, dense): which kernels they take, the coefficient
+// scaling, and the kernel tables. The launches are in filter_cuda.cu, beside
+// the other paths.
 #include <algorithm>
 #include <cmath>
 
 #include <cuda_fp16.h>
 
 #include "filter/filter_cuda_mma.cuh"
+#include "filter/filter_cuda_mma_dense.cuh"
 #include "filter/filter_cuda_mma.hpp"
 
 namespace pixelkit::detail::cuda_filter {
@@ -14,12 +16,12 @@ namespace pixelkit::detail::cuda_filter {
 namespace {
 
 template <int C, int KS1, int KS2>
-MmaSepKernelInfo info() {
+MmaKernelInfo info() {
   return {reinterpret_cast<const void*>(separable_mma_kernel<C, KS1, KS2>), MmaGeom<C, KS1, KS2>::kSmemBytes};
 }
 
 template <int C, int KS1>
-MmaSepKernelInfo pick_ks2(int ks2) {
+MmaKernelInfo pick_ks2(int ks2) {
   switch (ks2) {
     case 1: return info<C, KS1, 1>();
     case 2: return info<C, KS1, 2>();
@@ -28,7 +30,7 @@ MmaSepKernelInfo pick_ks2(int ks2) {
 }
 
 template <int C>
-MmaSepKernelInfo pick_ks1(int ks1, int ks2) {
+MmaKernelInfo pick_ks1(int ks1, int ks2) {
   switch (ks1) {
     case 1: return pick_ks2<C, 1>(ks2);
     case 2: return pick_ks2<C, 2>(ks2);
@@ -46,6 +48,24 @@ int normalise(float* v, int n) {
   (void)std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1)
   for (int i = 0; i < n; ++i) v[i] = std::ldexp(v[i], -e);
   return -e;
+}
+
+template <int C, int KH, bool P>
+MmaKernelInfo dense_info(bool lo) {
+  return {lo ? reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, true>)
+             : reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, false>),
+          MmaDenseGeom<C, KH, P>::kSmemBytes};
+}
+
+template <int C, bool P>
+MmaKernelInfo dense_pick_kh(int kh, bool lo) {
+  switch (kh) {
+    case 1: return dense_info<C, 1, P>(lo);
+    case 3: return dense_info<C, 3, P>(lo);
+    case 5: return dense_info<C, 5, P>(lo);
+    case 7: return dense_info<C, 7, P>(lo);
+    default: return dense_info<C, 9, P>(lo);
+  }
 }
 
 }  // namespace
@@ -84,7 +104,55 @@ bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, con
 int mma_ks1(const MmaSepCoeffs& k) { return mma_ksteps(k.ny, 0); }
 int mma_ks2(const MmaSepCoeffs& k) { return mma_ksteps(k.nx, k.ral - k.rx); }
 
-MmaSepKernelInfo mma_sep_kernel(int channels, int ks1, int ks2) {
+bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out) {
+  constexpr int kMax = mma_dense_tuning::kMaxSide;
+  if (kw < 1 || kh < 1 || kw > kMax || kh > kMax || kw % 2 == 0 || kh % 2 == 0) return false;
+  if (border.mode == BorderMode::constant) {
+    const float v = border.value;
+    if (!std::isfinite(v) || __half2float(__float2half_rn(v)) != v) return false;
+  }
+  MmaDenseCoeffs k{};
+  k.kw = kw;
+  k.kh = kh;
+  k.rx = kw / 2;
+  k.ry = kh / 2;
+  const int n = kw * kh;
+  // No scaling (it would cost a multiply per output): hi + lo are taken from
+  // the coefficients as they are. hi holds 11 bits, lo the next 11 down to
+  // fp16's subnormal step (2^-24); |c| must stay below fp16's largest value.
+  // What hi + lo miss, times the largest u8 value, summed over the taps, must
+  // stay within the FP32 kernels' own rounding: 2^-20 of the largest output
+  // magnitude (255 * sum |c|), or 1e-3 of a grey level.
+  double missed = 0.0, l1 = 0.0;
+  k.has_lo = false;
+  for (int i = 0; i < n; ++i) {
+    const float c = coeffs[i];
+    if (!std::isfinite(c) || std::fabs(c) > 32768.0f) return false;
+    k.c[i] = c;
+    const float hi = __half2float(__float2half_rn(c));
+    const float lo = __half2float(__float2half_rn(c - hi));
+    if (lo != 0.0f) k.has_lo = true;
+    missed += std::fabs(static_cast<double>(c) - hi - lo);
+    l1 += std::fabs(static_cast<double>(c));
+  }
+  if (missed * 255.0 > std::max(1e-3, std::ldexp(255.0 * l1, -20))) return false;
+  *out = k;
+  return true;
+}
+
+MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k) {
+  // The element-domain tile serves kernels whose reach is at most 4
+  // interleaved elements; the planar one, any width up to 9.
+  switch (channels) {
+    case 1: return dense_pick_kh<1, false>(k.kh, k.has_lo);
+    case 3:
+      return mma_dense_planar(3, k.kw) ? dense_pick_kh<3, true>(k.kh, k.has_lo) : dense_pick_kh<3, false>(k.kh, k.has_lo);
+    default:
+      return mma_dense_planar(4, k.kw) ? dense_pick_kh<4, true>(k.kh, k.has_lo) : dense_pick_kh<4, false>(k.kh, k.has_lo);
+  }
+}
+
+MmaKernelInfo mma_sep_kernel(int channels, int ks1, int ks2) {
   switch (channels) {
     case 1: return pick_ks1<1>(ks1, ks2);
     case 3: return pick_ks1<3>(ks1, ks2);

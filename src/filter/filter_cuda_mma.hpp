@@ -1,5 +1,6 @@
-// The tensor-core separable filter's host interface (filter_cuda_mma.cu);
-// included by filter_cuda.cu, which launches it.
+// The tensor-core filters' host interface (filter_cuda_mma.cu): the separable
+// one (filter_cuda_mma.cuh) and the dense one (filter_cuda_mma_dense.cuh);
+// included by filter_cuda.cu, which launches them.
 #pragma once
 
 #include "pixelkit/border.hpp"
@@ -7,6 +8,7 @@
 namespace pixelkit::detail::cuda_filter {
 
 struct MmaSepCoeffs;
+struct MmaDenseCoeffs;
 
 /// Fills `out` and returns true when the separable kernel row (nx taps) x col
 /// (ny taps) can take the tensor-core path with this border: odd sides up to
@@ -18,12 +20,21 @@ bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, con
 int mma_ks1(const MmaSepCoeffs& k);
 int mma_ks2(const MmaSepCoeffs& k);
 
-struct MmaSepKernelInfo {
-  const void* fn;  ///< separable_mma_kernel<C, KS1, KS2>
+struct MmaKernelInfo {
+  const void* fn;  ///< separable_mma_kernel<C, KS1, KS2> or dense_mma_kernel<C, KH, P>
   int smem_bytes;  ///< dynamic shared memory it needs
 };
 
 /// The kernel for 1, 3 or 4 channels and the given k-steps.
-MmaSepKernelInfo mma_sep_kernel(int channels, int ks1, int ks2);
+MmaKernelInfo mma_sep_kernel(int channels, int ks1, int ks2);
+
+/// Fills `out` and returns true when the dense kernel (kw x kh, row-major)
+/// can take the dense tensor-core path with this border: odd sides up to 9,
+/// finite coefficients that hi + lo fp16 parts hold to FP32 accuracy, and a
+/// constant border value exact in fp16.
+bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out);
+
+/// dense_mma_kernel<C, KH, planar> for 1, 3 or 4 channels and this kernel.
+MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
 
 }  // namespace pixelkit::detail::cuda_filter

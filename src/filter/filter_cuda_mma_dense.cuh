@@ -1,0 +1,429 @@
+// Dense u8 filter on the tensor cores (mma.sync m16n8k16, fp16 operands, fp32
+// accumulation): kernels up to 9x9, any coefficients, FP32-accurate. The
+// FP32 dense kernel (filter_cuda_kernels.cuh) spends ~17 instructions per
+// output on a 3x3 and 81 FFMA on a 9x9; this one spends a few, most of them
+// on moving bytes (docs/notes-filter-cuda.md, run 9).
+//
+// Formulation. For kernel row ky, the 16 x 8 outputs of image rows y..y+15
+// and columns n0..n0+7 are
+//   D += A_ky(16x16) * B_ky(16x8),
+//   A_ky[m][k] = input[y + m + ky][n0 - 4 + k]       (the data, from shared memory)
+//   B_ky[k][n] = c[ky][kx]  where k = n + 4 + (kx - rx) * Q   (zero elsewhere),
+// so one k-step covers every kernel whose horizontal reach rx*Q is at most 4.
+// The data operand of row ky is the tile read ky rows lower: ldmatrix takes
+// any row address, so the shift costs nothing. Q is the distance between
+// taps in the tile's columns:
+// - element domain (Q = C): the tile keeps the image's interleaved layout;
+//   used when rx * C <= 4 (3x3 on 1..4 channels, any kernel on 1 channel);
+// - planar (Q = 1): one fp16 plane per channel; used otherwise (rx <= 4).
+// A warp computes 16 rows x 32 columns (4 n-tiles); a kernel row costs 4
+// ldmatrix.x4 and 4 (8 with lo) m16n8k16 mma per 512 outputs, or, for tall
+// kernels, where shared-memory bandwidth binds, 2.5 ldmatrix.x4 (the
+// n-tiles share 8x8 blocks) and 8 (16) m16n8k8 mma.
+//
+// Accuracy: u8 values are exact in fp16; each coefficient is split into fp16
+// hi + lo (22 significant bits, less where lo is subnormal: the host checks
+// that what hi + lo miss stays below the FP32 kernels' own rounding), and D
+// accumulates hi*x + lo*x in fp32 (the products are exact). Kernels whose
+// coefficients are all exact in fp16 (integer kernels, gaussian:3, ...) run
+// the LO = false instance, without the lo products.
+//
+// Pipeline. A persistent grid; each block walks tiles of 64 pixels x 64 rows.
+// The raw u8 rows of the next tile (16 pixels of margin each side, so every
+// 16-byte copy is aligned) travel by cp.async into one of two raw buffers
+// while the current tile is converted to fp16, multiplied and stored; the
+// u8 output tile is staged in the current raw buffer and leaves in 16-byte
+// stores. Tiles within 16 pixels of the left or right edge map every column
+// through border_index instead (a few per tile row); rows above and below
+// the image are mapped row by row on the fast path.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_cuda_mma.cuh"
+
+namespace pixelkit::detail::cuda_filter {
+
+namespace mma_dense_tuning {
+constexpr int kTilePx = 64;    ///< output pixels per tile (along x)
+constexpr int kTileRows = 64;  ///< output rows per tile
+constexpr int kWarps = 8;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kMarginPx = 16;  ///< raw rows hold pixels [px0 - 16, px0 + 80): 16-byte aligned for any C
+constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 columns
+/// Kernel heights whose products share 8x8 blocks (m16n8k8, 2.5 ldmatrix.x4
+/// per kernel row and unit instead of 4 x4 with m16n8k16). Measured (H100,
+/// 8K RGB, ms, k16 -> k8): dense 7x7 0.199 -> 0.192, gaussian:7 0.182 ->
+/// 0.159, but dense 9x9 0.222 -> 0.234 and gaussian:9 0.218 -> 0.229 (the
+/// doubled mma count costs more issue than the saved loads give back).
+constexpr bool share_blocks(int kh) { return kh == 7; }
+/// Three blocks per SM where three fit in shared memory (up to 3 channels,
+/// <= 73 KB each); two at 4 channels.
+constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
+}  // namespace mma_dense_tuning
+
+struct MmaDenseCoeffs {
+  int kw, kh;
+  int rx, ry;
+  bool has_lo;  ///< some coefficient is not exact in fp16: the LO instance
+  float c[mma_dense_tuning::kMaxSide * mma_dense_tuning::kMaxSide];  ///< row-major kh x kw
+};
+
+struct MmaDenseParams {
+  FilterArgs<std::uint8_t> a;
+  MmaDenseCoeffs k;
+  bool vec16_dst;  ///< dst base and pitch are 16-byte aligned
+};
+
+/// Planar tile when the horizontal reach in interleaved elements exceeds 4.
+__host__ __device__ constexpr bool mma_dense_planar(int channels, int kw) { return (kw / 2) * channels > 4; }
+
+template <int C, int KH, bool P>
+struct MmaDenseGeom {
+  static constexpr int kTW = mma_dense_tuning::kTilePx;
+  static constexpr int kTH = mma_dense_tuning::kTileRows;
+  static constexpr int kHIn = kTH + KH - 1;                  ///< input rows of a tile
+  static constexpr int kPlanes = P ? C : 1;
+  static constexpr int kCols = P ? kTW + 8 : kTW * C + 8;    ///< fp16 columns: from 4 before the tile to 4 after
+  static constexpr int kS = kCols;                           ///< row stride (halves): an odd number of 16-byte units
+  static constexpr int kPlane = kHIn * kS;
+  static constexpr int kTileBytes = 2 * kPlanes * kPlane;
+  static constexpr int kRawRow = (kTW + 2 * mma_dense_tuning::kMarginPx) * C;  ///< bytes
+  static constexpr int kRawChunks = kRawRow / 16;
+  static constexpr int kRawBytes = kHIn * kRawRow;
+  static constexpr int kOutStride = kTW * C + 16;            ///< bytes per staged output row
+  static constexpr int kGroups = P ? 2 * C : 2 * C;          ///< 32-column groups (per tile row block)
+  static constexpr int kUnits = 4 * kGroups;                 ///< warp work units: 16 rows x 32 columns
+  static constexpr int kSmemBytes = kTileBytes + 2 * kRawBytes;
+  static_assert((kS / 8) % 2 == 1, "ldmatrix rows must fall in different bank groups");
+  static_assert(kTH * kOutStride <= kRawBytes, "the output tile is staged in a raw buffer");
+  static_assert(kUnits % mma_dense_tuning::kWarps == 0, "units spread evenly over the warps");
+};
+
+/// d += a * b (m16n8k8, row.col, f16 x f16 -> f32): a = rows 0-7 / 8-15 of
+/// one 8x8 block of k, b = 8 (k) x 8 (n).
+__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b));
+#else
+  (void)a0, (void)a1, (void)b;
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* p) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)) : "memory");
+#else
+  r0 = r1 = 0;
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
+#else
+  *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_wait_all() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+/// Bytes (SEL) of w as an exact half2: PRMT under 0x64 (fp16 1024 + b), HSUB2.
+__device__ __forceinline__ unsigned word_to_half2(unsigned w, unsigned sel) {
+  unsigned bits = __byte_perm(w, 0x64646464u, sel);
+  const __half2 h = __hsub2(*reinterpret_cast<__half2*>(&bits), __half2half2(__ushort_as_half(0x6400)));
+  return half2_bits(h);
+}
+
+__device__ __forceinline__ unsigned half2_of(float v) { return half2_bits(__float2half2_rn(v)); }
+
+/// The dense filter (see the header comment). KH: kernel height (1..9, odd);
+/// the width is a run-time value (its taps live in the B fragments). P:
+/// planar tile (mma_dense_planar). LO: the lo products are needed.
+template <int C, int KH, bool P, bool LO>
+__global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::min_blocks_per_sm(C))
+    dense_mma_kernel(const __grid_constant__ MmaDenseParams p) {
+#if PIXELKIT_MMA_ENABLED
+  using G = MmaDenseGeom<C, KH, P>;
+  using namespace mma_dense_tuning;
+  constexpr int S = G::kS;
+  constexpr int Q = P ? 1 : C;
+  // Tall kernels are bound by shared-memory bandwidth (ldmatrix, run 9):
+  // 7-row ones load each 8x8 block once and use k = 8 products; the others
+  // take one x4 load per n-tile with k = 16 products (share_blocks).
+  constexpr bool kShareBlocks = mma_dense_tuning::share_blocks(KH);
+  extern __shared__ float4 smem4[];
+  __half* const tile = reinterpret_cast<__half*>(smem4);
+  std::uint8_t* const raw_base = reinterpret_cast<std::uint8_t*>(smem4) + G::kTileBytes;
+
+  const FilterArgs<std::uint8_t>& a = p.a;
+  const MmaDenseCoeffs& k = p.k;
+  const int tid = threadIdx.x;
+  const int lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int width = a.src.width, height = a.src.height;
+  const int tiles_x = (width + kTilePx - 1) / kTilePx;
+  const int n_tiles = tiles_x * ((a.y_end - a.y_begin + kTileRows - 1) / kTileRows);
+  const bool const_rows = a.mode == BorderMode::constant;
+  const unsigned bvw = half2_bits(__float2half2_rn(a.border_value));
+
+  // B fragments of every kernel row, once per block: b0 holds k = 2t, 2t+1,
+  // b1 holds k = 2t+8, 2t+9, both for n = g.
+  unsigned bh[KH][2], bl[KH][2];
+#pragma unroll
+  for (int ky = 0; ky < KH; ++ky)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float v[2];
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int d = 2 * t + 8 * r + e - g - 4 + k.rx * Q;  // = kx * Q
+        v[e] = d >= 0 && d % Q == 0 && d / Q < k.kw ? k.c[ky * k.kw + d / Q] : 0.0f;
+      }
+      split_half2(v[0], v[1], bh[ky][r], bl[ky][r]);
+    }
+
+  // Fixed thread -> (row, column unit) maps for the row loops below: thread
+  // tid serves unit tid % N of rows tid / N, + 256 / N, ... (no division in
+  // the loops; threads past the last whole row of units idle).
+  constexpr int kChunkRowsStep = kThreads / G::kRawChunks;  // raw rows per step of the copy
+  const int chunk_q = tid % G::kRawChunks, chunk_r = tid / G::kRawChunks;
+  constexpr int kConvUnits = P ? G::kCols / 4 : G::kCols / 8;  // 4 pixels x C planes / 8 columns
+  constexpr int kConvRowsStep = kThreads / kConvUnits;
+  const int conv_q = tid % kConvUnits, conv_r = tid / kConvUnits;
+  constexpr int kVecRow = kTilePx * C / 16;  // 16-byte units per output row
+  constexpr int kOutRowsStep = kThreads / kVecRow;
+  const int out_q = tid % kVecRow, out_r = tid / kVecRow;
+
+  // Tile coordinates, advanced by gridDim.x tiles per step without dividing.
+  const int step_y = gridDim.x / tiles_x, step_x = gridDim.x - step_y * tiles_x;
+  int tx = blockIdx.x % tiles_x, ty = blockIdx.x / tiles_x;
+  auto x_inside = [&](int px0) { return px0 - kMarginPx >= 0 && px0 + kTilePx + kMarginPx <= width; };
+
+  // Raw rows of the tile at (px0, y0) -> raw buffer, by cp.async. Rows past
+  // the top or bottom are mapped through the border (constant-border rows are
+  // left for the conversion to fill).
+  auto issue_raw = [&](int px0, int y0, std::uint8_t* raw) {
+    const int ys = y0 - k.ry;
+    const char* const base = reinterpret_cast<const char*>(a.src.data) + (px0 - kMarginPx) * C + 16 * chunk_q;
+    std::uint8_t* const dst = raw + chunk_r * G::kRawRow + 16 * chunk_q;
+    if (chunk_r >= kChunkRowsStep) return;
+    if (ys >= 0 && ys + G::kHIn <= height) {
+      const char* src = base + static_cast<std::ptrdiff_t>(ys + chunk_r) * a.src.pitch;
+      const std::ptrdiff_t src_step = static_cast<std::ptrdiff_t>(kChunkRowsStep) * a.src.pitch;
+#pragma unroll
+      for (int i = 0; i < (G::kHIn + kChunkRowsStep - 1) / kChunkRowsStep; ++i)
+        if (chunk_r + i * kChunkRowsStep < G::kHIn) cp_async16(dst + i * kChunkRowsStep * G::kRawRow, src + i * src_step);
+    } else {
+#pragma unroll 1
+      for (int r = chunk_r; r < G::kHIn; r += kChunkRowsStep) {
+        const int sy = border_index(ys + r, height, a.mode);
+        if (sy >= 0) cp_async16(dst + (r - chunk_r) * G::kRawRow, base + static_cast<std::ptrdiff_t>(sy) * a.src.pitch);
+      }
+    }
+  };
+
+  if (blockIdx.x < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_base);
+  cp_async_commit();
+
+  for (int tl = blockIdx.x, it = 0; tl < n_tiles; tl += gridDim.x, ++it) {
+    std::uint8_t* const raw = raw_base + (it & 1) * G::kRawBytes;
+    std::uint8_t* const raw_next = raw_base + ((it + 1) & 1) * G::kRawBytes;
+    const int px0 = tx * kTilePx, y0 = a.y_begin + ty * kTileRows;
+    const int ys = y0 - k.ry;
+    tx += step_x;
+    ty += step_y;
+    if (tx >= tiles_x) {
+      tx -= tiles_x;
+      ++ty;
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // this tile's raw rows are in; the previous tile's output has left raw_next
+    if (tl + static_cast<int>(gridDim.x) < n_tiles && x_inside(tx * kTilePx))
+      issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_next);
+    cp_async_commit();
+
+    // ---- 1. raw u8 -> fp16 tile ----
+    if (x_inside(px0)) {
+      // Rows outside the image under a constant border hold its value.
+      const bool check_rows = const_rows && (ys < 0 || ys + G::kHIn > height);
+      if (conv_r < kConvRowsStep) {
+#pragma unroll 4
+        for (int i = 0; i < (G::kHIn + kConvRowsStep - 1) / kConvRowsStep; ++i) {
+          const int r = conv_r + i * kConvRowsStep;
+          if (r >= G::kHIn) break;
+          const bool constant_row = check_rows && (ys + r < 0 || ys + r >= height);
+          if constexpr (!P) {
+            // Column j of the tile is element px0*C - 4 + j, raw byte j + 16C - 4.
+            uint4 h = make_uint4(bvw, bvw, bvw, bvw);
+            if (!constant_row) {
+              const std::uint8_t* src = raw + r * G::kRawRow + 16 * C - 4 + 8 * conv_q;
+              const unsigned w0 = *reinterpret_cast<const unsigned*>(src);
+              const unsigned w1 = *reinterpret_cast<const unsigned*>(src + 4);
+              h = make_uint4(word_to_half2(w0, 0x4140u), word_to_half2(w0, 0x4342u), word_to_half2(w1, 0x4140u),
+                             word_to_half2(w1, 0x4342u));
+            }
+            *reinterpret_cast<uint4*>(tile + r * S + 8 * conv_q) = h;
+          } else {
+            // Plane c, column j is pixel px0 - 4 + j: raw bytes (j + 12) * C + c.
+            const int off = r * S + 4 * conv_q;
+            if (constant_row) {
+#pragma unroll
+              for (int c = 0; c < C; ++c) *reinterpret_cast<uint2*>(tile + c * G::kPlane + off) = make_uint2(bvw, bvw);
+            } else {
+              const unsigned* src = reinterpret_cast<const unsigned*>(raw + r * G::kRawRow + (4 * conv_q + 12) * C);
+              unsigned w[C];
+#pragma unroll
+              for (int c = 0; c < C; ++c) w[c] = src[c];
+              store_unit<C>(tile, G::kPlane, off, w);
+            }
+          }
+        }
+      }
+    } else {
+      // Left / right edge tiles: pixels px0 - 4 .. px0 + 67 through the
+      // border, C channels each (loads batched: no cp.async here).
+      constexpr int kPx = kTilePx + 8;
+      constexpr int kTasks = G::kHIn * kPx;
+#pragma unroll 8
+      for (int i = 0; i < (kTasks + kThreads - 1) / kThreads; ++i) {
+        const int u = tid + i * kThreads;
+        if (u < kTasks) {
+          const int r = u / kPx, x = u - r * kPx;
+          const int sy = border_index(ys + r, height, a.mode);
+          const int sx = sy < 0 ? -1 : border_index(px0 - 4 + x, width, a.mode);
+          const std::uint8_t* px = sx < 0 ? nullptr : a.src.row(sy) + sx * C;
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const __half h = __float2half_rn(px ? static_cast<float>(__ldg(px + c)) : a.border_value);
+            if constexpr (P) {
+              tile[c * G::kPlane + r * S + x] = h;
+            } else {
+              const int j = (x - 4) * C + c + 4;  // column of element (px0 - 4 + x) * C + c
+              if (j >= 0 && j < G::kCols) tile[r * S + j] = h;
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();
+
+    // ---- 2. products; the u8 results are staged in `raw` ----
+    std::uint8_t* const out_s = raw;
+#pragma unroll 1
+    for (int uu = 0; uu < G::kUnits / kWarps; ++uu) {
+      const int u = warp + kWarps * uu;
+      const int grp = u >> 2, mb = u & 3;
+      const __half* const plane = P ? tile + (grp >> 1) * G::kPlane : tile;
+      const int col0 = P ? 32 * (grp & 1) : 32 * grp;
+      const __half* const base = plane + (16 * mb + (lane & 15)) * S + col0 + 8 * (lane >> 4);
+      const __half* const base2 = plane + (16 * mb + (lane & 15)) * S + col0 + 32;  // x2: lanes 0-15
+      float acc[4][4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+#pragma unroll
+      for (int ky = 0; ky < KH; ++ky) {
+        if constexpr (kShareBlocks) {
+          // The 4 n-tiles read column blocks 0..4 (8 columns each): load
+          // each once (x4, x4, x2) and multiply block by block with k = 8
+          // (n-tile j: block j times the top of B, block j + 1 times its
+          // bottom), so no register quad has to be assembled by copies.
+          unsigned m0[5], m1[5];
+          ldsm_x4(m0[0], m1[0], m0[1], m1[1], base + ky * S);
+          ldsm_x4(m0[2], m1[2], m0[3], m1[3], base + ky * S + 16);
+          ldsm_x2(m0[4], m1[4], base2 + ky * S);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            mma_1688(acc[j], m0[j], m1[j], bh[ky][0]);
+            mma_1688(acc[j], m0[j + 1], m1[j + 1], bh[ky][1]);
+            if constexpr (LO) {
+              mma_1688(acc[j], m0[j], m1[j], bl[ky][0]);
+              mma_1688(acc[j], m0[j + 1], m1[j + 1], bl[ky][1]);
+            }
+          }
+        } else {
+          // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
+          // from column 8j) lands in the register quad the mma reads, with
+          // no copies (sharing 8x8 blocks between n-tiles would need them).
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            unsigned af[4];
+            ldsm_x4(af[0], af[1], af[2], af[3], base + ky * S + 8 * j);
+            mma_16816(acc[j], af, bh[ky][0], bh[ky][1]);
+            if constexpr (LO) mma_16816(acc[j], af, bl[ky][0], bl[ky][1]);
+          }
+        }
+      }
+      // acc[j][0..1]: row g, columns 2t, 2t+1 of n-tile j; [2..3]: row g + 8.
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = 16 * mb + g + 8 * h;
+          const unsigned v0 = float_to_u8(acc[j][2 * h]);
+          const unsigned v1 = float_to_u8(acc[j][2 * h + 1]);
+          const int col = col0 + 8 * j + 2 * t;
+          if constexpr (!P) {
+            *reinterpret_cast<unsigned short*>(out_s + row * G::kOutStride + col) =
+                static_cast<unsigned short>(__byte_perm(v0, v1, 0x0040u));
+          } else {
+            std::uint8_t* o = out_s + row * G::kOutStride + col * C + (grp >> 1);
+            o[0] = static_cast<std::uint8_t>(v0);
+            o[C] = static_cast<std::uint8_t>(v1);
+          }
+        }
+    }
+    __syncthreads();
+
+    // ---- 3. output tile -> global ----
+    {
+      constexpr int kRowBytes = kTilePx * C;
+      const int e0 = px0 * C;
+      const int wc = width * C;
+      const bool full = e0 + kRowBytes <= wc && y0 + kTileRows <= a.y_end;
+      if (full && p.vec16_dst) {
+        if (out_r < kOutRowsStep) {
+          std::uint8_t* dst = a.dst.row(y0 + out_r) + e0 + 16 * out_q;
+          const std::ptrdiff_t dst_step = static_cast<std::ptrdiff_t>(kOutRowsStep) * a.dst.pitch;
+#pragma unroll
+          for (int i = 0; i < (kTileRows + kOutRowsStep - 1) / kOutRowsStep; ++i)
+            if (out_r + i * kOutRowsStep < kTileRows)
+              *reinterpret_cast<uint4*>(dst + i * dst_step) =
+                  *reinterpret_cast<const uint4*>(out_s + (out_r + i * kOutRowsStep) * G::kOutStride + 16 * out_q);
+        }
+      } else {
+        for (int u = tid; u < kTileRows * kRowBytes; u += kThreads) {
+          const int r = u / kRowBytes, e = u - r * kRowBytes;
+          if (y0 + r < a.y_end && e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
+        }
+      }
+    }
+  }
+  cp_async_wait_all();
+#else
+  (void)p;
+#endif
+}
+
+}  // namespace pixelkit::detail::cuda_filter
