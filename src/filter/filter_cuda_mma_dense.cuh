@@ -18,8 +18,9 @@
 // - planar (Q = 1): one fp16 plane per channel; used otherwise (rx <= 4).
 // A warp computes 16 rows x 32 columns (4 n-tiles); a kernel row costs 4
 // ldmatrix.x4 and 4 (8 with lo) m16n8k16 mma per 512 outputs, or, for tall
-// kernels, where shared-memory bandwidth binds, 2.5 ldmatrix.x4 (the
-// n-tiles share 8x8 blocks) and 8 (16) m16n8k8 mma.
+// kernels, where shared-memory bandwidth binds, fewer loads: 3 x4 (one
+// n-tile multiplied from its neighbours' halves), or 2.5 x4 with 8 (16)
+// m16n8k8 mma (mma_dense_tuning::load_scheme).
 //
 // Accuracy: u8 values are exact in fp16; each coefficient is split into fp16
 // hi + lo (22 significant bits, less where lo is subnormal: the host checks
@@ -55,12 +56,17 @@ constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kMarginPx = 16;  ///< raw rows hold pixels [px0 - 16, px0 + 80): 16-byte aligned for any C
 constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 columns
-/// Kernel heights whose products share 8x8 blocks (m16n8k8, 2.5 ldmatrix.x4
-/// per kernel row and unit instead of 4 x4 with m16n8k16). Measured (H100,
-/// 8K RGB, ms, k16 -> k8): dense 7x7 0.199 -> 0.192, gaussian:7 0.182 ->
-/// 0.159, but dense 9x9 0.222 -> 0.234 and gaussian:9 0.218 -> 0.229 (the
-/// doubled mma count costs more issue than the saved loads give back).
-constexpr bool share_blocks(int kh) { return kh == 7; }
+/// How a kernel row's A operands are loaded (per warp unit of 4 n-tiles):
+/// 0: one ldmatrix.x4 per n-tile (4 x4, no register copies);
+/// 1: x4 for n-tiles 0, 2 and 3; n-tile 1 takes the halves of 0 and 2 in
+///    two m16n8k8 products (25% less shared-memory traffic, 5 mma for 4);
+/// 2: each 8x8 block once (x4, x4, x2) with m16n8k8 products (37.5% less
+///    traffic, twice the mma instructions).
+/// Measured (H100, 8K RGB, ms): scheme 0 -> 2 at KH = 7: dense 7x7 0.199 ->
+/// 0.192, gaussian:7 0.182 -> 0.159; at KH = 9: dense 9x9 0.222 -> 0.234,
+/// gaussian:9 0.218 -> 0.229. Tall kernels are bound by shared-memory
+/// bandwidth (ldmatrix), short ones by latency and issue.
+constexpr int load_scheme(int kh) { return kh == 7 ? 2 : kh == 9 ? 1 : 0; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
 constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
@@ -166,10 +172,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   using namespace mma_dense_tuning;
   constexpr int S = G::kS;
   constexpr int Q = P ? 1 : C;
-  // Tall kernels are bound by shared-memory bandwidth (ldmatrix, run 9):
-  // 7-row ones load each 8x8 block once and use k = 8 products; the others
-  // take one x4 load per n-tile with k = 16 products (share_blocks).
-  constexpr bool kShareBlocks = mma_dense_tuning::share_blocks(KH);
+  constexpr int kLoads = mma_dense_tuning::load_scheme(KH);
   extern __shared__ float4 smem4[];
   __half* const tile = reinterpret_cast<__half*>(smem4);
   std::uint8_t* const raw_base = reinterpret_cast<std::uint8_t*>(smem4) + G::kTileBytes;
@@ -344,7 +347,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
         for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
 #pragma unroll
       for (int ky = 0; ky < KH; ++ky) {
-        if constexpr (kShareBlocks) {
+        if constexpr (kLoads == 2) {
           // The 4 n-tiles read column blocks 0..4 (8 columns each): load
           // each once (x4, x4, x2) and multiply block by block with k = 8
           // (n-tile j: block j times the top of B, block j + 1 times its
@@ -361,6 +364,27 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
               mma_1688(acc[j], m0[j], m1[j], bl[ky][0]);
               mma_1688(acc[j], m0[j + 1], m1[j + 1], bl[ky][1]);
             }
+          }
+        } else if constexpr (kLoads == 1) {
+          // n-tiles 0, 2, 3 by their own x4 (each lands in the register quad
+          // the mma reads); n-tile 1 is the right half of 0 and the left
+          // half of 2: two m16n8k8 products on those register pairs (an
+          // m16n8k16 operand would have to be copied into a new quad).
+          unsigned a0[4], a2[4], a3[4];
+          ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
+          ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
+          ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
+          mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
+          mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
+          mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
+          mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
+          mma_16816(acc[3], a3, bh[ky][0], bh[ky][1]);
+          if constexpr (LO) {
+            mma_16816(acc[0], a0, bl[ky][0], bl[ky][1]);
+            mma_1688(acc[1], a0[2], a0[3], bl[ky][0]);
+            mma_1688(acc[1], a2[0], a2[1], bl[ky][1]);
+            mma_16816(acc[2], a2, bl[ky][0], bl[ky][1]);
+            mma_16816(acc[3], a3, bl[ky][0], bl[ky][1]);
           }
         } else {
           // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
