@@ -38,6 +38,14 @@ MmaKernelInfo pick_ks1(int ks1, int ks2) {
   }
 }
 
+/// The constant border's value enters the tiles as an fp16 value: it has to
+/// be exact there, as every u8 value is.
+bool border_exact_in_fp16(const Border& border) {
+  if (border.mode != BorderMode::constant) return true;
+  const float v = border.value;
+  return std::isfinite(v) && __half2float(__float2half_rn(v)) == v;
+}
+
 /// Scales v so that its largest magnitude lies in [0.5, 1); returns the
 /// power of two applied (0 for an all-zero vector).
 int normalise(float* v, int n) {
@@ -73,12 +81,7 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo) {
 bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                          MmaSepCoeffs* out) {
   if (nx < 1 || ny < 1 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
-  // The constant border's value enters the tile as an fp16 value: it has to
-  // be exact there, as every u8 value is.
-  if (border.mode == BorderMode::constant) {
-    const float v = border.value;
-    if (!std::isfinite(v) || __half2float(__float2half_rn(v)) != v) return false;
-  }
+  if (!border_exact_in_fp16(border)) return false;
   MmaSepCoeffs k{};
   k.nx = nx;
   k.ny = ny;
@@ -107,10 +110,7 @@ int mma_ks2(const MmaSepCoeffs& k) { return mma_ksteps(k.nx, k.ral - k.rx); }
 bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out) {
   constexpr int kMax = mma_dense_tuning::kMaxSide;
   if (kw < 1 || kh < 1 || kw > kMax || kh > kMax || kw % 2 == 0 || kh % 2 == 0) return false;
-  if (border.mode == BorderMode::constant) {
-    const float v = border.value;
-    if (!std::isfinite(v) || __half2float(__float2half_rn(v)) != v) return false;
-  }
+  if (!border_exact_in_fp16(border)) return false;
   MmaDenseCoeffs k{};
   k.kw = kw;
   k.kh = kh;
