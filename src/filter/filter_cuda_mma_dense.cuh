@@ -63,9 +63,9 @@ constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 colum
 /// 2: each 8x8 block once (x4, x4, x2) with m16n8k8 products (37.5% less
 ///    traffic, twice the mma instructions).
 /// Measured (H100, 8K RGB, ms): scheme 0 -> 2 at KH = 7: dense 7x7 0.199 ->
-/// 0.192, gaussian:7 0.182 -> 0.159; at KH = 9: dense 9x9 0.222 -> 0.234,
-/// gaussian:9 0.218 -> 0.229. Tall kernels are bound by shared-memory
-/// bandwidth (ldmatrix), short ones by latency and issue.
+/// 0.192, gaussian:7 0.182 -> 0.159; at KH = 9: scheme 0 -> 2 dense 9x9
+/// 0.222 -> 0.234, scheme 0 -> 1 0.222 -> 0.208-0.215. Tall kernels are
+/// bound by shared-memory bandwidth (ldmatrix), short ones by latency.
 constexpr int load_scheme(int kh) { return kh == 7 ? 2 : kh == 9 ? 1 : 0; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
