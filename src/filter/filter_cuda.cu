@@ -237,25 +237,22 @@ class CudaFilterImpl final : public CudaFilter {
     const int rows = y_end - y_begin;
     const int wc = src.width * C;
     if constexpr (std::is_same<T, std::uint8_t>::value) {
+      // Both tensor-core kernels run a persistent grid: as many blocks as fit
+      // at once, each walking tiles.
       const bool mma_dense = mma_dense_min_waves_ >= 0 && tensor_cores() && aligned(src.data, src.pitch, 16);
-      const MmaKernelInfo ki = mma_dense ? mma_dense_kernel(C, mma_dense_) : MmaKernelInfo{};
-      // A persistent grid, as below: as many blocks as fit at once.
-      const int per_sm = mma_dense ? prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, mma_dense_tuning::kThreads) : 1;
-      const long long resident = static_cast<long long>(per_sm) * (mma_dense ? sm_count() : 1);
-      const long long tiles =
-          static_cast<long long>((src.width + mma_dense_tuning::kTilePx - 1) / mma_dense_tuning::kTilePx) *
-          ((rows + mma_dense_tuning::kTileRows - 1) / mma_dense_tuning::kTileRows);
-      if (mma_dense && tiles >= resident * mma_dense_min_waves_) {
-        MmaDenseParams p{};
-        p.a = args<T>(src, dst, y_begin, y_end, 4);
-        p.k = mma_dense_;
-        p.vec16_dst = aligned(dst.data, dst.pitch, 16);
-        const dim3 grid(static_cast<unsigned>(std::min(tiles, resident)));
-        void* kargs[] = {&p};
-        PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, grid, dim3(mma_dense_tuning::kThreads), kargs,
-                                           static_cast<std::size_t>(ki.smem_bytes), stream));
-        PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
-        return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+      if (mma_dense) {
+        const MmaKernelInfo ki = mma_dense_kernel(C, mma_dense_);
+        const long long resident = resident_blocks(ki, mma_dense_tuning::kThreads);
+        const long long tiles = tile_count(src.width, rows, mma_dense_tuning::kTilePx, mma_dense_tuning::kTileRows);
+        if (tiles >= resident * mma_dense_min_waves_) {
+          MmaDenseParams p{};
+          p.a = args<T>(src, dst, y_begin, y_end, 4);
+          p.k = mma_dense_;
+          p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+          launch_persistent(ki, mma_dense_tuning::kThreads, std::min(tiles, resident), &p, stream);
+          PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
+          return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+        }
       }
       if (mma_ok_ && tensor_cores()) {
         MmaSepParams p{};
@@ -263,15 +260,9 @@ class CudaFilterImpl final : public CudaFilter {
         p.k = mma_;
         p.vec16_dst = aligned(dst.data, dst.pitch, 16);
         const MmaKernelInfo ki = mma_sep_kernel(C, mma_ks1(mma_), mma_ks2(mma_));
-        // A persistent grid: as many blocks as fit at once, each walking tiles.
-        const int per_sm = prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, mma_tuning::kThreads);
-        const long long tiles =
-            static_cast<long long>((src.width + mma_tuning::kTilePx - 1) / mma_tuning::kTilePx) *
-            ((rows + mma_tuning::kTileRows - 1) / mma_tuning::kTileRows);
-        const dim3 grid(static_cast<unsigned>(std::min<long long>(tiles, static_cast<long long>(per_sm) * sm_count())));
-        void* kargs[] = {&p};
-        PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, grid, dim3(mma_tuning::kThreads), kargs,
-                                           static_cast<std::size_t>(ki.smem_bytes), stream));
+        const long long tiles = tile_count(src.width, rows, mma_tuning::kTilePx, mma_tuning::kTileRows);
+        launch_persistent(ki, mma_tuning::kThreads, std::min(tiles, resident_blocks(ki, mma_tuning::kThreads)), &p,
+                          stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_kernel");
         return "cuda separable tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
       }
@@ -349,25 +340,40 @@ class CudaFilterImpl final : public CudaFilter {
   }
 
   /// mma.sync with fp16 operands and m16n8k16 shape: compute capability 8.0 up.
-  bool tensor_cores() {
-    int device = 0;
-    PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
-    if (device != cc_device_) {
-      PIXELKIT_CUDA_TRY(cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, device));
-      cc_device_ = device;
-    }
-    return cc_major_ >= 8;
+  bool tensor_cores() { return cc_major_.get(cudaDevAttrComputeCapabilityMajor) >= 8; }
+
+  int sm_count() { return sm_count_.get(cudaDevAttrMultiProcessorCount); }
+
+  /// Blocks of a tensor-core kernel resident at once on the whole GPU.
+  long long resident_blocks(const MmaKernelInfo& ki, int threads) {
+    return static_cast<long long>(prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, threads)) * sm_count();
   }
 
-  int sm_count() {
-    int device = 0;
-    PIXELKIT_CUDA_TRY(cudaGetDevice(&device));
-    if (device != sm_device_) {
-      PIXELKIT_CUDA_TRY(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device));
-      sm_device_ = device;
-    }
-    return sm_count_;
+  static long long tile_count(int width, int rows, int tile_px, int tile_rows) {
+    return static_cast<long long>((width + tile_px - 1) / tile_px) * ((rows + tile_rows - 1) / tile_rows);
   }
+
+  /// Launches a tensor-core kernel (one parameter block) on `blocks` blocks.
+  template <typename Params>
+  static void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
+    void* kargs[] = {p};
+    PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, dim3(static_cast<unsigned>(blocks)), dim3(threads), kargs,
+                                       static_cast<std::size_t>(ki.smem_bytes), stream));
+  }
+
+  /// One device attribute, read again only when the current device changes.
+  struct CachedDeviceAttr {
+    int device = -1, value = 0;
+    int get(cudaDeviceAttr attr) {
+      int d = 0;
+      PIXELKIT_CUDA_TRY(cudaGetDevice(&d));
+      if (d != device) {
+        PIXELKIT_CUDA_TRY(cudaDeviceGetAttribute(&value, attr, d));
+        device = d;
+      }
+      return value;
+    }
+  };
 
   void ensure_streams(int strips) {
     if (streams_.empty()) {
@@ -391,8 +397,7 @@ class CudaFilterImpl final : public CudaFilter {
   MmaDenseCoeffs mma_dense_{};
 
   std::vector<KernelAttr> attrs_;
-  int sm_device_ = -1, sm_count_ = 1;
-  int cc_device_ = -1, cc_major_ = 0;
+  CachedDeviceAttr sm_count_, cc_major_;
 
   // run_host resources, all grow-only and created on first use.
   DeviceBuffer d_src_, d_dst_;

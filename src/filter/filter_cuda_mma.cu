@@ -88,12 +88,10 @@ bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, con
   k.rx = nx / 2;
   k.ry = ny / 2;
   k.ral = (k.rx + 3) & ~3;
-  for (int i = 0; i < nx; ++i) k.row[i] = row[i];
-  for (int i = 0; i < ny; ++i) k.col[i] = col[i];
   for (int i = 0; i < nx; ++i)
-    if (!std::isfinite(row[i])) return false;
+    if (!std::isfinite(k.row[i] = row[i])) return false;
   for (int i = 0; i < ny; ++i)
-    if (!std::isfinite(col[i])) return false;
+    if (!std::isfinite(k.col[i] = col[i])) return false;
   const int er = normalise(k.row, nx);
   const int ec = normalise(k.col, ny);
   k.out_scale = std::ldexp(1.0f, -(er + ec));

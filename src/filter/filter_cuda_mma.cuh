@@ -129,6 +129,28 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 #endif
 }
 
+/// d += a * b (m16n8k8, row.col, f16 x f16 -> f32): a = rows 0-7 / 8-15 of
+/// one 8x8 block of k, b = 8 (k) x 8 (n).
+__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(b));
+#else
+  (void)a0, (void)a1, (void)b;
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
+#endif
+}
+
+__device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* p) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)) : "memory");
+#else
+  r0 = r1 = 0;
+#endif
+}
+
 __device__ __forceinline__ unsigned half2_bits(__half2 h) { return *reinterpret_cast<unsigned*>(&h); }
 
 /// Split x, y into fp16 hi + lo pairs (hi = x rounded to fp16, lo = the rest
@@ -160,19 +182,24 @@ __device__ __forceinline__ void toeplitz_fragment(unsigned (&hi)[4], unsigned (&
   }
 }
 
-/// Bytes J1 and J2 of the C words w[] as the half2 (b[J1], b[J2]): PRMT puts
-/// each byte under 0x64 (fp16 1024 + b), one HSUB2 removes the 1024s.
-template <int J1, int J2, int C>
-__device__ __forceinline__ unsigned bytes_to_half2(const unsigned (&w)[C]) {
-  unsigned bits;
-  if constexpr (J1 / 4 == J2 / 4) {
-    bits = __byte_perm(w[J1 / 4], 0x64646464u, static_cast<unsigned>(0x4040 | (J1 % 4) | ((J2 % 4) << 8)));
-  } else {
-    const unsigned t = __byte_perm(w[J1 / 4], w[J2 / 4], static_cast<unsigned>((J1 % 4) | ((4 + J2 % 4) << 8)));
-    bits = __byte_perm(t, 0x64646464u, 0x4240u);
-  }
+/// The bytes of w that SEL picks (PRMT selector, 0x4 in the high nibbles) as
+/// an exact half2: PRMT puts each byte under 0x64 (fp16 1024 + b), one HSUB2
+/// removes the 1024s.
+__device__ __forceinline__ unsigned word_to_half2(unsigned w, unsigned sel) {
+  unsigned bits = __byte_perm(w, 0x64646464u, sel);
   const __half2 h = __hsub2(*reinterpret_cast<__half2*>(&bits), __half2half2(__ushort_as_half(0x6400)));
   return half2_bits(h);
+}
+
+/// Bytes J1 and J2 of the C words w[] as the half2 (b[J1], b[J2]).
+template <int J1, int J2, int C>
+__device__ __forceinline__ unsigned bytes_to_half2(const unsigned (&w)[C]) {
+  if constexpr (J1 / 4 == J2 / 4) {
+    return word_to_half2(w[J1 / 4], static_cast<unsigned>(0x4040 | (J1 % 4) | ((J2 % 4) << 8)));
+  } else {
+    const unsigned t = __byte_perm(w[J1 / 4], w[J2 / 4], static_cast<unsigned>((J1 % 4) | ((4 + J2 % 4) << 8)));
+    return word_to_half2(t, 0x4240u);
+  }
 }
 
 /// Four pixels of channel CH from a 4-pixel unit of C interleaved words.

@@ -102,35 +102,13 @@ struct MmaDenseGeom {
   static constexpr int kRawChunks = kRawRow / 16;
   static constexpr int kRawBytes = kHIn * kRawRow;
   static constexpr int kOutStride = kTW * C + 16;            ///< bytes per staged output row
-  static constexpr int kGroups = P ? 2 * C : 2 * C;          ///< 32-column groups (per tile row block)
+  static constexpr int kGroups = 2 * C;                      ///< 32-column groups (per tile row block)
   static constexpr int kUnits = 4 * kGroups;                 ///< warp work units: 16 rows x 32 columns
   static constexpr int kSmemBytes = kTileBytes + 2 * kRawBytes;
   static_assert((kS / 8) % 2 == 1, "ldmatrix rows must fall in different bank groups");
   static_assert(kTH * kOutStride <= kRawBytes, "the output tile is staged in a raw buffer");
   static_assert(kUnits % mma_dense_tuning::kWarps == 0, "units spread evenly over the warps");
 };
-
-/// d += a * b (m16n8k8, row.col, f16 x f16 -> f32): a = rows 0-7 / 8-15 of
-/// one 8x8 block of k, b = 8 (k) x 8 (n).
-__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(b));
-#else
-  (void)a0, (void)a1, (void)b;
-  d[0] = d[1] = d[2] = d[3] = 0.0f;
-#endif
-}
-
-__device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* p) {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)) : "memory");
-#else
-  r0 = r1 = 0;
-#endif
-}
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 #if PIXELKIT_MMA_ENABLED
@@ -151,15 +129,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #endif
 }
-
-/// Bytes (SEL) of w as an exact half2: PRMT under 0x64 (fp16 1024 + b), HSUB2.
-__device__ __forceinline__ unsigned word_to_half2(unsigned w, unsigned sel) {
-  unsigned bits = __byte_perm(w, 0x64646464u, sel);
-  const __half2 h = __hsub2(*reinterpret_cast<__half2*>(&bits), __half2half2(__ushort_as_half(0x6400)));
-  return half2_bits(h);
-}
-
-__device__ __forceinline__ unsigned half2_of(float v) { return half2_bits(__float2half2_rn(v)); }
 
 /// The dense filter (see the header comment). KH: kernel height (1..9, odd);
 /// the width is a run-time value (its taps live in the B fragments). P:
