@@ -422,7 +422,10 @@ TEST_F(NoDataLoss, MatchWriteFails) {
 }
 
 TEST_F(NoDataLoss, MatchKilledMidWrite) {
-  write_image_and_template(dir, 1000, 12, 12);
+  // 2000 x 2000: a 16 MB score map. At 1000 x 1000 the H100 machine (ctest
+  // -j16) once wrote and renamed both outputs between the test's polls
+  // (2026-11-25: "0 of 8 kills landed mid-write").
+  write_image_and_template(dir, 2000, 12, 12);
   check_kills({"match",
                {"match", "@img.npy", "@t.npy", "--scores", "@s.npy", "--out", "@a.npy"},
                {"img.npy", "t.npy"},
