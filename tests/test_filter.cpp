@@ -597,6 +597,118 @@ TEST(FilterCuda, TensorCoreDensePathDeclinesWhatItCannotDoExactly) {
   }
 }
 
+// The row-streaming path (u8 3x3, dense and separable; filter_cuda_stream.cuh).
+// A warp owns a strip of 512 bytes (16 a lane) and a segment of rows, so the
+// sizes put row ends at, just past and just before strip and lane boundaries
+// (170 * 3 = 510, 171 * 3 = 513, 128 * 4 = 512, 257 * 1, 65 * 4 = 260 bytes),
+// images narrower and shorter than the kernel, and segments of one row up to
+// hundreds.
+TEST(FilterCuda, StreamingKernelsAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool sm80 = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  std::vector<Kernel> kernels = {random_kernel(3, 3, 91), random_kernel(3, 3, 92)};
+  for (const char* spec : {"sharpen", "edge", "emboss", "laplacian", "unsharp:3", "unsharp:3:0.5", "box:3", "gaussian:3",
+                           "gaussian:3:2.5", "1,2,1;2,4,2;1,2,1/16"})
+    kernels.push_back(parse_kernel(spec));
+  kernels.push_back(Kernel::from_factors({0.3f, -0.8f, 1.4f}, {-0.25f, 1.5f, 0.125f}, "signed factors"));
+  struct Size { int w, h, c; };
+  const std::vector<Size> sizes = {{1, 1, 3},   {2, 1, 1},   {1, 17, 4},   {7, 3, 3},   {170, 9, 3},
+                                   {171, 40, 3}, {128, 5, 4}, {257, 33, 1}, {65, 70, 4}, {700, 61, 3}};
+  long long differing = 0, total = 0;
+  std::uint32_t seed = 3100;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) {
+        std::string path;
+        const Image got = run_device(src.cview(), k, b, &path);
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
+        if (sm80) EXPECT_NE(path.find("streaming"), std::string::npos) << path;
+        if (k.name.rfind("random", 0) == 0 || k.name.rfind("gaussian", 0) == 0) {
+          differing += count_differing(got, want);
+          total += static_cast<long long>(sz.w) * sz.h * sz.c;
+        }
+      }
+  }
+  std::printf("row streaming vs ref: %lld of %lld elements off by one\n", differing, total);
+  EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+  // Host images go through strips (several launches with y ranges); a
+  // sub-view 16 bytes in keeps the path, one byte in declines it.
+  const Image big = random_image(1283, 771, 3, PixelType::u8, 3200);
+  for (const char* spec : {"edge", "gaussian:3"}) {
+    const Kernel k = parse_kernel(spec);
+    const Border b{BorderMode::reflect101, 0};
+    Image out(big.width(), big.height(), 3, PixelType::u8);
+    Options o;
+    o.backend = Backend::cuda;
+    filter2d(big, out.view(), k, b, o);
+    EXPECT_TRUE(agrees(out, run(Backend::ref, big, k, b))) << spec << " (host strips)";
+    const Image dbig = clone(big.cview(), Memory::device);
+    for (const auto& [x, want_stream] : {std::pair{16, true}, std::pair{1, false}}) {
+      const ConstImageView sub = big.cview().sub(x, 5, 600, 300);
+      const ConstImageView dsub = dbig.cview().sub(x, 5, 600, 300);
+      Image ddst(600, 300, 3, PixelType::u8, Memory::device);
+      RunInfo info;
+      Options od;
+      od.backend = Backend::cuda;
+      od.info = &info;
+      filter2d(dsub, ddst.view(), k, b, od);
+      synchronize(nullptr);
+      EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, sub, k, b))) << spec << " sub-view " << x;
+      EXPECT_EQ(info.path.find("streaming") != std::string::npos, want_stream && sm80) << spec << " " << info.path;
+    }
+  }
+}
+
+TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
+  PIXELKIT_REQUIRE_GPU();
+  // 2000 x 600 RGB: 12 strips, segments of tens of rows, so each warp's ring
+  // of row slots wraps many times. Small enough for racecheck.
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  const Image src = random_image(2000, 600, 3, PixelType::u8, 45);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}})
+    for (const Kernel& k : {parse_kernel("edge"), random_kernel(3, 3, 46), parse_kernel("gaussian:3")})
+      EXPECT_TRUE(agrees(run_device(src, k, b), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
+}
+
+TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
+  PIXELKIT_REQUIRE_GPU();
+  // Declined: a constant border value that is not a whole grey level (the
+  // kernel holds borders as bytes), shapes other than 3x3, f32, and
+  // everything with the switch off or the tensor-core switch forcing those
+  // kernels. Each still agrees with ref.
+  const Image src = random_image(130, 50, 3, PixelType::u8, 47);
+  struct Case { const char* env; const char* mma; Border border; Kernel k; bool want; };
+  const std::vector<Case> cases = {
+      {"", "", {BorderMode::constant, 2.5f}, parse_kernel("edge"), false},
+      {"", "", {BorderMode::constant, 300.0f}, parse_kernel("edge"), false},
+      {"", "", {BorderMode::constant, 255.0f}, parse_kernel("edge"), true},
+      {"", "", {BorderMode::reflect101, 0}, random_kernel(5, 5, 48), false},
+      {"", "", {BorderMode::reflect101, 0}, random_kernel(3, 5, 49), false},
+      {"", "", {BorderMode::reflect101, 0}, random_kernel(1, 3, 51), false},
+      {"", "", {BorderMode::reflect101, 0}, parse_kernel("gaussian:5"), false},
+      {"", "", {BorderMode::wrap, 0}, parse_kernel("box:3"), true},
+      {"", "dense", {BorderMode::reflect101, 0}, parse_kernel("edge"), false},
+      {"off", "", {BorderMode::reflect101, 0}, parse_kernel("edge"), false}};
+  for (const auto& c : cases) {
+    ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", c.env);
+    ScopedEnv mma("PIXELKIT_CUDA_FILTER_MMA", c.mma);
+    std::string path;
+    const Image got = run_device(src.cview(), c.k, c.border, &path);
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, c.k, c.border))) << path;
+    EXPECT_EQ(path.find("streaming") != std::string::npos, c.want && device_has_tensor_core_path())
+        << c.env << " " << c.k.name << " " << to_string(c.border) << " " << path;
+  }
+  const Image f = random_image(64, 40, 3, PixelType::f32, 50);
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  std::string path;
+  const Image got = run_device(f.cview(), parse_kernel("edge"), Border{}, &path);
+  EXPECT_TRUE(agrees(got, run(Backend::ref, f, parse_kernel("edge"), Border{}))) << path;
+  EXPECT_EQ(path.find("streaming"), std::string::npos) << path;
+}
+
 TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {
   PIXELKIT_REQUIRE_GPU();
   const Image src = random_image(64, 64, 1, PixelType::u8, 1);

@@ -1,7 +1,11 @@
 // The CUDA backend of the filter: host launchers and the strip pipeline for
 // host images. Kernels: filter_cuda_kernels.cuh; launch sizes: filter_tuning.hpp.
 //
-// Paths (the string run_* returns says which ran):
+// Paths (the string run_* returns says which ran), first match wins:
+//   u8 3x3, dense or separable, source and     -> stream_kernel<C,SEP>: warps walk down 512-byte
+//       destination 16-byte aligned, constant     strips row by row, filter_cuda_stream.cuh, sm_80
+//       border value a whole grey level           up (PIXELKIT_CUDA_FILTER_STREAM=off: never;
+//                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
 //       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
@@ -37,6 +41,8 @@
 #include "filter/filter_cuda_mma.cuh"
 #include "filter/filter_cuda_mma_dense.cuh"
 #include "filter/filter_cuda_mma.hpp"
+#include "filter/filter_cuda_stream.cuh"
+#include "filter/filter_cuda_stream.hpp"
 #include "filter/filter_tuning.hpp"
 
 namespace pixelkit::detail {
@@ -71,6 +77,14 @@ MmaPolicy mma_policy() {
   if (s == "on" || s == "1") return MmaPolicy::on;
   if (s == "dense") return MmaPolicy::dense;
   return MmaPolicy::automatic;
+}
+
+/// PIXELKIT_CUDA_FILTER_STREAM=off: never take the row-streaming kernel (the
+/// benchmark compares the paths with it); unset or anything else: the u8 3x3
+/// kernels take it.
+bool stream_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_STREAM");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
 }
 
 // ---- kernel tables -------------------------------------------------------------
@@ -160,6 +174,21 @@ class CudaFilterImpl final : public CudaFilter {
     // kernel's, so small grids end on a long tail) and wins by 4-6% at 8K,
     // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
     // kernel (0.209 against 0.218 at 8K).
+    // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
+    // kernels, dense and separable: faster than the tiled and tensor-core
+    // kernels at every size measured (run 10 of the notes, H100, RGB, ms,
+    // streaming against before: 1080p gaussian:3 0.0119 / 0.0123, 4K 0.0339 /
+    // 0.0360, 8K 0.1177 / 0.1229; dense 3x3 within 1-3% either way below 8K,
+    // 0.1197 / 0.1231 at 8K). Larger kernels (5x5 dense, separable 5x5 and
+    // 7x7) were measured slower there (8K: 0.243 / 0.163, 0.184 / 0.160,
+    // 0.227 / 0.156) and have no instance.
+    stream_p_ = StreamParams{};
+    // A tensor-core switch that forces those kernels (on, dense) wins.
+    if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense) {
+      const int channels[3] = {1, 3, 4};
+      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel);
+      stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
+    }
     mma_dense_ = MmaDenseCoeffs{};
     const bool mma_dense_fits = policy != MmaPolicy::off &&
                                 make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, &mma_dense_);
@@ -239,6 +268,27 @@ class CudaFilterImpl final : public CudaFilter {
     if constexpr (std::is_same<T, std::uint8_t>::value) {
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.
+      // The row-streaming kernel: one wave of warps, each a segment of rows
+      // of a 512-byte strip (filter_cuda_stream.cuh).
+      const StreamKernelInfo& si = stream_[C == 1 ? 0 : C == 3 ? 1 : 2];
+      if (stream_ok_ && si.fn != nullptr && tensor_cores() && aligned(src.data, src.pitch, 16) &&
+          aligned(dst.data, dst.pitch, 16)) {
+        StreamParams p = stream_p_;
+        p.a = args<T>(src, dst, y_begin, y_end, 16);
+        const long long warps_per_sm =
+            static_cast<long long>(prepare(si.fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
+            stream_tuning::kWarps;
+        p.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
+        const long long want_segs = std::max<long long>(1, warps_per_sm * sm_count() / p.strips);
+        p.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
+        p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
+        const long long warps = static_cast<long long>(p.strips) * p.segs;
+        const long long blocks = (warps + stream_tuning::kWarps - 1) / stream_tuning::kWarps;
+        launch_persistent(MmaKernelInfo{si.fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &p, stream);
+        PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
+        return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
+               std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+      }
       const bool mma_dense = mma_dense_min_waves_ >= 0 && tensor_cores() && aligned(src.data, src.pitch, 16);
       if (mma_dense) {
         const MmaKernelInfo ki = mma_dense_kernel(C, mma_dense_);
@@ -393,6 +443,9 @@ class CudaFilterImpl final : public CudaFilter {
   SepCoeffs sep_{};
   bool mma_ok_ = false;
   MmaSepCoeffs mma_{};
+  bool stream_ok_ = false;
+  StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
+  StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never
   MmaDenseCoeffs mma_dense_{};
 

@@ -1,0 +1,53 @@
+// Host side of the row-streaming filter (kernel: filter_cuda_stream.cuh):
+// which kernels it takes and its instance table. The launch is in
+// filter_cuda.cu, beside the other paths.
+#include <cmath>
+
+#include "filter/filter_cuda_stream.cuh"
+#include "filter/filter_cuda_stream.hpp"
+
+namespace pixelkit::detail::cuda_filter {
+
+namespace {
+
+template <int C>
+StreamKernelInfo info(bool separable) {
+  return {separable ? reinterpret_cast<const void*>(stream_kernel<C, true>)
+                    : reinterpret_cast<const void*>(stream_kernel<C, false>),
+          stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes};
+}
+
+}  // namespace
+
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel) {
+  if (kernel.width != 3 || kernel.height != 3) return {};
+  const bool sep = kernel.separable && kernel.row.size() == 3 && kernel.col.size() == 3;
+  switch (channels) {
+    case 1: return info<1>(sep);
+    case 3: return info<3>(sep);
+    case 4: return info<4>(sep);
+    default: return {};
+  }
+}
+
+bool make_stream_coeffs(const Kernel& kernel, const Border& border, const StreamKernelInfo& info, StreamParams* p) {
+  if (info.fn == nullptr) return false;
+  unsigned v = 0;
+  if (border.mode == BorderMode::constant) {
+    const float b = border.value;
+    if (!(b >= 0.0f && b <= 255.0f) || std::nearbyint(b) != b) return false;
+    v = static_cast<unsigned>(b) * 0x01010101u;
+  }
+  for (float c : kernel.coeffs)
+    if (!std::isfinite(c)) return false;
+  p->border_word = v;
+  if (info.separable) {
+    for (int i = 0; i < 3; ++i) p->row[i] = kernel.row[static_cast<std::size_t>(i)];
+    for (int i = 0; i < 3; ++i) p->col[i] = kernel.col[static_cast<std::size_t>(i)];
+  } else {
+    for (int i = 0; i < 9; ++i) p->c[i] = kernel.coeffs[static_cast<std::size_t>(i)];
+  }
+  return true;
+}
+
+}  // namespace pixelkit::detail::cuda_filter

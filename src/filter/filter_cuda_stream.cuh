@@ -1,0 +1,290 @@
+// Row-streaming u8 filter for 3x3 kernels: stream_kernel<C, SEP>, dense
+// (9 products per output) or separable (3 + 3), FP32 arithmetic.
+//
+// Why. The tiled kernels (filter_cuda_kernels.cuh, filter_cuda_mma_dense.cuh)
+// stage a 2D tile with its apron in shared memory, synchronise the block and
+// then compute; at 3x3 they sit near 1.9x the memory floor at 8K
+// (docs/notes-filter-cuda.md, runs 4 and 9). Here nothing waits on a block
+// barrier: each warp walks down its own strip of the image one row at a time,
+// the rows it needs next already in flight, and reads every input row once.
+//
+// Work. A warp owns a strip 512 bytes wide (32 lanes x 16 interleaved u8
+// elements) and output rows [y0, y1) of it (a segment). It reads input rows
+// y0 - 1 .. y1 once each, in order:
+//   1. Load: row t + kRing - 1 goes by cp.async (16 bytes a lane, plus the
+//      strip's 16-byte left and right halo from lanes 0 and 1) into one of
+//      kRing row slots of the warp's shared ring. Copies are clipped to the
+//      row (cp.async's src-size zero-fills the rest), so nothing beyond the
+//      image is read.
+//   2. Borders: rows above and below map through border_index (one uniform
+//      test per row; a constant row is filled with the value); only the
+//      warps whose strip touches the left or right edge patch the R = C
+//      bytes beyond it, so interior strips pay nothing.
+//   3. Window: each lane reads its 16 bytes and 16 each side from the slot
+//      (three conflict-free 16-byte shared loads) and converts the 16 + 2R
+//      it needs to floats (PRMT + FADD).
+//   4. Products: the row feeds the 3 output rows it touches. Dense: output
+//      row o = t - ky gets sum_kx c[ky][kx] * in[t][x + (kx - 1) C]. The 3
+//      accumulator rows rotate statically (the row loop is unrolled 3 times),
+//      ky = 0 starts an output row and ky = 2 finishes it, so every sum is
+//      taken in the reference's row-major order. Separable: the row's
+//      horizontal pass first, then one product per output row it touches.
+//   5. Store: a finished row is rounded, saturated and written as one
+//      16-byte store per lane.
+//
+// Grid. As many warps as fit on the GPU at once, one segment each (the host
+// chooses the segment height so that strips x segments is one wave): every
+// warp's pipeline runs from its first row to its last without a restart.
+// Consecutive warps take consecutive segments of one strip.
+//
+// Coefficients sit in the parameter block (`__grid_constant__`, a constant
+// bank), so every FFMA reads its coefficient from there.
+//
+// Measured (H100, RGB, notes run 10): faster than the tiled and tensor-core
+// kernels at 3x3 at every size (8K gaussian:3 0.118 ms against 0.122), but a
+// copy through the same pipeline (no products) already takes 1.47x the
+// floor at 8K: the DRAM side reaches ~2 TB/s with this access pattern.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_cuda_mma.cuh"  // PIXELKIT_MMA_ENABLED (cp.async: sm_80 up), smem_addr
+
+namespace pixelkit::detail::cuda_filter {
+
+namespace stream_tuning {
+constexpr int kWarps = 4;  ///< warps per block (independent: no block barrier)
+constexpr int kThreads = 32 * kWarps;
+constexpr int kLaneBytes = 16;                  ///< elements a lane owns across a row
+constexpr int kStripBytes = 32 * kLaneBytes;    ///< elements a warp owns across a row
+constexpr int kHaloBytes = 16;                  ///< each side; >= R = C, and 16 keeps copies aligned
+constexpr int kSlotBytes = kStripBytes + 2 * kHaloBytes;
+/// Row slots in a warp's ring: kRing - 1 rows are in flight while one is used.
+constexpr int kRing = 8;
+constexpr int kSmemBytes = kWarps * kRing * kSlotBytes;
+/// Shortest segment (rows) the host plans: below it the two apron rows cost
+/// more than the extra warps give.
+constexpr int kMinSegRows = 4;
+/// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
+constexpr int kMinBlocksPerSM = 5;
+}  // namespace stream_tuning
+
+struct StreamParams {
+  FilterArgs<std::uint8_t> a;
+  float c[9];            ///< dense: 3 x 3, row-major
+  float row[3];          ///< separable: horizontal factors
+  float col[3];          ///< separable: vertical factors
+  int strips;            ///< strips across a row: ceil(width * C / kStripBytes)
+  int seg_rows;          ///< output rows per warp
+  int segs;              ///< segments down the rows [y_begin, y_end)
+  unsigned border_word;  ///< constant border value (an integer 0..255) in every byte
+};
+
+/// cp.async of 16 bytes to shared address `smem`, of which the first `n`
+/// (0 < n <= 16) are read and the rest zero-filled.
+__device__ __forceinline__ void cp_async_clip16(unsigned smem, const void* gmem, int n) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(n) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit_group() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most `PENDING` of this thread's newest groups are in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait_pending() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
+#endif
+}
+
+template <int C, bool SEP>
+__global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
+    stream_kernel(const __grid_constant__ StreamParams p) {
+#if PIXELKIT_MMA_ENABLED
+  using namespace stream_tuning;
+  constexpr int KW = 3, KH = 3, RY = 1;
+  constexpr int R = C;  // horizontal reach in bytes
+  constexpr int LB = kLaneBytes, HB = kHaloBytes, SB = kStripBytes, SLOT = kSlotBytes;
+  constexpr int NW = (LB + 2 * HB) / 4;  // window words
+  constexpr int NF = LB + 2 * R;         // window elements used
+  static_assert(R <= HB && SLOT % 16 == 0 && HB % 16 == 0, "halo geometry");
+  static_assert((kRing & (kRing - 1)) == 0, "the ring index is a mask");
+
+  extern __shared__ uint4 stream_smem[];
+  const FilterArgs<std::uint8_t>& a = p.a;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  std::uint8_t* const ring = reinterpret_cast<std::uint8_t*>(stream_smem) + warp * (kRing * SLOT);
+
+  const int gw = blockIdx.x * kWarps + warp;
+  const int strip = gw / p.segs, seg = gw - strip * p.segs;
+  const int y0 = a.y_begin + seg * p.seg_rows;
+  if (strip >= p.strips || y0 >= a.y_end) return;  // whole warp: nothing below uses a block barrier
+  const int ny = min(p.seg_rows, a.y_end - y0);
+  const int nin = ny + KH - 1;
+  const int width = a.src.width, height = a.src.height;
+  const int rb = width * C;  // row bytes
+  const int x0 = strip * SB;
+  const int x = x0 + LB * lane;
+  const int n_chunk = min(max(rb - x, 0), LB);
+  const int n_right = min(max(rb - (x0 + SB), 0), HB);
+  const bool edge_strip = x0 == 0 || rb < x0 + SB + R;  // warp-uniform
+  const std::uint8_t border_byte = static_cast<std::uint8_t>(p.border_word & 0xffu);
+
+  // Per-lane copy plan, fixed for the segment: the lane's chunk, and for
+  // lanes 0 and 1 the strip's left and right halo (clipped to the row).
+  const int n_halo = lane == 0 ? (x0 > 0 ? HB : 0) : lane == 1 ? n_right : 0;  // lanes 0, 1
+  const std::uint8_t* const src_chunk = a.src.data + x;
+  const std::uint8_t* const src_halo = a.src.data + (lane == 0 ? x0 - HB : x0 + SB);
+  const unsigned ring_s = smem_addr(ring);
+  const unsigned d_chunk = HB + LB * lane;
+  const unsigned d_halo = lane == 0 ? 0u : static_cast<unsigned>(HB + SB);
+  std::uint8_t* const dst_lane = a.dst.data + x;
+
+  // Source row of input row t (-1: a constant-border row).
+  auto source_row = [&](int t) {
+    const int iy = y0 - RY + t;
+    return static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy : border_index(iy, height, a.mode);
+  };
+  auto slot = [&](int t) { return ring + (t & (kRing - 1)) * SLOT; };
+  auto issue = [&](int t) {
+    if (t < nin) {
+      const int sy = source_row(t);
+      if (sy >= 0) {
+        const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(sy) * a.src.pitch;
+        const unsigned s = ring_s + static_cast<unsigned>((t & (kRing - 1)) * SLOT);
+        if (n_chunk > 0) cp_async_clip16(s + d_chunk, src_chunk + off, n_chunk);
+        if (n_halo > 0) cp_async_clip16(s + d_halo, src_halo + off, n_halo);
+      }
+    }
+    cp_async_commit_group();  // one group per row, empty or not, keeps the wait count fixed
+  };
+
+  // Row t's window (after its copies landed and the borders were patched),
+  // then the copy of row t + kRing - 1 into the slot row t - 1 used.
+  auto window = [&](int t, unsigned (&w)[NW]) {
+    cp_async_wait_pending<kRing - 2>();
+    __syncwarp();
+    std::uint8_t* s = slot(t);
+    const int sy = source_row(t);
+    if (sy < 0) {  // constant-border row
+      const unsigned v = p.border_word;
+      unsigned* const c = reinterpret_cast<unsigned*>(s + HB + LB * lane);
+#pragma unroll
+      for (int i = 0; i < LB / 4; ++i) c[i] = v;
+      if (lane < HB / 4) {
+        reinterpret_cast<unsigned*>(s)[lane] = v;
+        reinterpret_cast<unsigned*>(s + HB + SB)[lane] = v;
+      }
+      __syncwarp();
+    } else if (edge_strip) {
+      if (lane < R) {
+        const std::uint8_t* row = a.src.row(sy);
+        if (x0 == 0) {  // element lane - R, left of the image
+          const int e = lane - R;
+          const int px = (e + C * 16) / C - 16;  // floor(e / C) for e >= -16
+          const int sx = border_index(px, width, a.mode);
+          s[HB + e] = sx < 0 ? border_byte : row[sx * C + (e - px * C)];
+        }
+        const int e = rb + lane;  // right of the image
+        if (e < x0 + SB + HB) {
+          const int sx = border_index(width + lane / C, width, a.mode);
+          s[HB + e - x0] = sx < 0 ? border_byte : row[sx * C + lane % C];
+        }
+      }
+      __syncwarp();
+    }
+    const uint4* q = reinterpret_cast<const uint4*>(s + LB * lane);
+#pragma unroll
+    for (int i = 0; i < NW / 4; ++i) {
+      const uint4 v = q[i];
+      w[4 * i] = v.x;
+      w[4 * i + 1] = v.y;
+      w[4 * i + 2] = v.z;
+      w[4 * i + 3] = v.w;
+    }
+    issue(t + kRing - 1);
+  };
+
+  auto store = [&](int y, const float (&v)[LB]) {
+    unsigned q[LB / 4];
+#pragma unroll
+    for (int k = 0; k < LB / 4; ++k) {
+      const unsigned lo = __byte_perm(float_to_u8(v[4 * k]), float_to_u8(v[4 * k + 1]), 0x0040u);
+      const unsigned hi = __byte_perm(float_to_u8(v[4 * k + 2]), float_to_u8(v[4 * k + 3]), 0x0040u);
+      q[k] = __byte_perm(lo, hi, 0x5410u);
+    }
+    std::uint8_t* d = dst_lane + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
+    if (n_chunk == LB) {
+      *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < LB; ++j)
+        if (j < n_chunk) d[j] = static_cast<std::uint8_t>(q[j / 4] >> (8 * (j % 4)));
+    }
+  };
+
+  float acc[KH][LB];
+
+  // One input row; S = t mod KH, so the accumulator row of output o = t - ky
+  // is (S - ky) mod KH at compile time.
+  auto step = [&](auto s_const, int t) {
+    constexpr int S = decltype(s_const)::value;
+    unsigned w[NW];
+    window(t, w);
+    float f[NF];
+    static_for<0, NF>([&](auto i_const) {
+      constexpr int b = HB - R + decltype(i_const)::value;
+      f[decltype(i_const)::value] = byte_as_float<b % 4>(w[b / 4]);
+    });
+    [[maybe_unused]] float h[SEP ? LB : 1];  // the separable kernel's horizontal pass
+    if constexpr (SEP) {
+#pragma unroll
+      for (int j = 0; j < LB; ++j) {
+        float v = p.row[0] * f[j];
+#pragma unroll
+        for (int kx = 1; kx < KW; ++kx) v = fmaf(p.row[kx], f[j + kx * C], v);
+        h[j] = v;
+      }
+    }
+    static_for<0, KH>([&](auto ky_const) {
+      constexpr int ky = decltype(ky_const)::value;
+      constexpr int A = ((S - ky) % KH + KH) % KH;
+      const int o = t - ky;
+      if (o >= 0 && o < ny) {
+#pragma unroll
+        for (int j = 0; j < LB; ++j) {
+          if constexpr (SEP) {
+            acc[A][j] = ky == 0 ? p.col[0] * h[j] : fmaf(p.col[ky], h[j], acc[A][j]);
+          } else {
+            float v = ky == 0 ? p.c[0] * f[j] : fmaf(p.c[ky * KW], f[j], acc[A][j]);
+#pragma unroll
+            for (int kx = 1; kx < KW; ++kx) v = fmaf(p.c[ky * KW + kx], f[j + kx * C], v);
+            acc[A][j] = v;
+          }
+        }
+        if constexpr (ky == KH - 1) store(y0 + o, acc[A]);
+      }
+    });
+  };
+
+#pragma unroll
+  for (int t = 0; t < kRing - 1; ++t) issue(t);
+  for (int t0 = 0; t0 < nin; t0 += KH) {
+    static_for<0, KH>([&](auto s_const) {
+      const int t = t0 + decltype(s_const)::value;
+      if (t < nin) step(s_const, t);
+    });
+  }
+  cp_async_wait_pending<0>();
+#endif
+}
+
+}  // namespace pixelkit::detail::cuda_filter

@@ -1,0 +1,28 @@
+// The row-streaming filter's host interface (filter_cuda_stream.cu; kernel:
+// filter_cuda_stream.cuh); included by filter_cuda.cu, which launches it.
+#pragma once
+
+#include "pixelkit/border.hpp"
+#include "pixelkit/filter.hpp"
+
+namespace pixelkit::detail::cuda_filter {
+
+struct StreamParams;
+
+struct StreamKernelInfo {
+  const void* fn = nullptr;  ///< stream_kernel<C, SEP>, or nullptr: no instance
+  int smem_bytes = 0;        ///< dynamic shared memory per block
+  bool separable = false;    ///< the instance runs the kernel's two factors
+  int strip_bytes = 0;       ///< row bytes one warp covers
+};
+
+/// The streaming kernel for a u8 3x3 kernel (dense or separable) on 1, 3 or
+/// 4 channels; fn is nullptr for any other shape.
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel);
+
+/// Fills the coefficients and the border word of `p` for `info`'s instance;
+/// false when the border cannot be held in a byte (a constant value that is
+/// not an integer 0..255) or a coefficient is not finite.
+bool make_stream_coeffs(const Kernel& kernel, const Border& border, const StreamKernelInfo& info, StreamParams* p);
+
+}  // namespace pixelkit::detail::cuda_filter
