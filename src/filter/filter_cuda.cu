@@ -177,11 +177,12 @@ class CudaFilterImpl final : public CudaFilter {
     // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
     // kernels, dense and separable: faster than the tiled and tensor-core
     // kernels at every size measured (run 10 of the notes, H100, RGB, ms,
-    // streaming against before: 1080p gaussian:3 0.0119 / 0.0123, 4K 0.0339 /
-    // 0.0360, 8K 0.1177 / 0.1229; dense 3x3 within 1-3% either way below 8K,
-    // 0.1197 / 0.1231 at 8K). Larger kernels (5x5 dense, separable 5x5 and
-    // 7x7) were measured slower there (8K: 0.243 / 0.163, 0.184 / 0.160,
-    // 0.227 / 0.156) and have no instance.
+    // dense 3x3 / gaussian:3, streaming against before: 720p 0.0076 / 0.0075
+    // against 0.0080 / 0.0081, 1080p 0.0113 against 0.0123, 4K 0.0357 /
+    // 0.0346 against 0.0361, 8K 0.1169 / 0.1166 against 0.1229 / 0.1222).
+    // Its 5x5 and 7x7 instances were slower than the kernels they would have
+    // replaced (8K dense 5x5 0.243 against 0.163, gaussian:5 0.184 against
+    // 0.160, gaussian:7 0.227 against 0.156) and were removed.
     stream_p_ = StreamParams{};
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense) {

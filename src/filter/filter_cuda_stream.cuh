@@ -41,7 +41,7 @@
 // bank), so every FFMA reads its coefficient from there.
 //
 // Measured (H100, RGB, notes run 10): faster than the tiled and tensor-core
-// kernels at 3x3 at every size (8K gaussian:3 0.118 ms against 0.122), but a
+// kernels at 3x3 at every size (8K gaussian:3 0.1166 ms against 0.1222), but a
 // copy through the same pipeline (no products) already takes 1.47x the
 // floor at 8K: the DRAM side reaches ~2 TB/s with this access pattern.
 #pragma once
