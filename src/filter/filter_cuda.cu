@@ -175,14 +175,13 @@ class CudaFilterImpl final : public CudaFilter {
     // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
     // kernel (0.209 against 0.218 at 8K).
     // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
-    // kernels, dense and separable: faster than the tiled and tensor-core
-    // kernels at every size measured (run 10 of the notes, H100, RGB, ms,
-    // dense 3x3 / gaussian:3, streaming against before: 720p 0.0076 / 0.0075
-    // against 0.0080 / 0.0081, 1080p 0.0113 against 0.0123, 4K 0.0357 /
-    // 0.0346 against 0.0361, 8K 0.1169 / 0.1166 against 0.1229 / 0.1222).
-    // Its 5x5 and 7x7 instances were slower than the kernels they would have
-    // replaced (8K dense 5x5 0.243 against 0.163, gaussian:5 0.184 against
-    // 0.160, gaussian:7 0.227 against 0.156) and were removed.
+    // kernels, dense and separable (run 10 of the notes, H100, RGB, ms,
+    // dense 3x3 / gaussian:3, streaming against before): 720p 0.0082 / 0.0079
+    // against 0.0081 (a tie for dense), 1080p 0.0120 / 0.0115 against 0.0123,
+    // 4K 0.0331 / 0.0321 against 0.0361, 8K 0.1147 / 0.1141 against 0.1229 /
+    // 0.1222. Its 5x5 and 7x7 instances were slower than the kernels they
+    // would have replaced (8K dense 5x5 0.243 against 0.163, gaussian:5 0.184
+    // against 0.160, gaussian:7 0.227 against 0.156) and were removed.
     stream_p_ = StreamParams{};
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense) {

@@ -40,10 +40,11 @@
 // Coefficients sit in the parameter block (`__grid_constant__`, a constant
 // bank), so every FFMA reads its coefficient from there.
 //
-// Measured (H100, RGB, notes run 10): faster than the tiled and tensor-core
-// kernels at 3x3 at every size (8K gaussian:3 0.1166 ms against 0.1222), but a
-// copy through the same pipeline (no products) already takes 1.47x the
-// floor at 8K: the DRAM side reaches ~2 TB/s with this access pattern.
+// Measured (H100, RGB, notes run 10): 8K dense 3x3 0.1147 ms and gaussian:3
+// 0.1141 against 0.1229 / 0.1222 for the tensor-core kernel, 4K 8-11% faster
+// than the tiled kernel, 720p a tie. A copy through the same pipeline (no
+// products) already takes 1.47x the floor at 8K: the DRAM side reaches
+// ~2 TB/s with this access pattern, and more rows in flight make it slower.
 #pragma once
 
 #include <cstdint>
@@ -62,8 +63,11 @@ constexpr int kLaneBytes = 16;                  ///< elements a lane owns across
 constexpr int kStripBytes = 32 * kLaneBytes;    ///< elements a warp owns across a row
 constexpr int kHaloBytes = 16;                  ///< each side; >= R = C, and 16 keeps copies aligned
 constexpr int kSlotBytes = kStripBytes + 2 * kHaloBytes;
-/// Row slots in a warp's ring: kRing - 1 rows are in flight while one is used.
-constexpr int kRing = 8;
+/// Row slots in a warp's ring: kRing - 1 rows are in flight while one is
+/// used. Fewer rows in flight were faster (notes, run 10; 8K dense 3x3, ms:
+/// 16 slots 0.1229, 8 slots 0.1174-0.1178, 4 slots 0.1142; 4K 0.0352 with 8,
+/// 0.0322 with 4; 1080p equal within noise).
+constexpr int kRing = 4;
 constexpr int kSmemBytes = kWarps * kRing * kSlotBytes;
 /// Shortest segment (rows) the host plans: below it the two apron rows cost
 /// more than the extra warps give.
