@@ -266,8 +266,6 @@ class CudaFilterImpl final : public CudaFilter {
     const int rows = y_end - y_begin;
     const int wc = src.width * C;
     if constexpr (std::is_same<T, std::uint8_t>::value) {
-      // Both tensor-core kernels run a persistent grid: as many blocks as fit
-      // at once, each walking tiles.
       // The row-streaming kernel: one wave of warps, each a segment of rows
       // of a 512-byte strip (filter_cuda_stream.cuh).
       const StreamKernelInfo& si = stream_[C == 1 ? 0 : C == 3 ? 1 : 2];
@@ -289,6 +287,8 @@ class CudaFilterImpl final : public CudaFilter {
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
       }
+      // Both tensor-core kernels run a persistent grid: as many blocks as fit
+      // at once, each walking tiles.
       const bool mma_dense = mma_dense_min_waves_ >= 0 && tensor_cores() && aligned(src.data, src.pitch, 16);
       if (mma_dense) {
         const MmaKernelInfo ki = mma_dense_kernel(C, mma_dense_);
@@ -403,7 +403,8 @@ class CudaFilterImpl final : public CudaFilter {
     return static_cast<long long>((width + tile_px - 1) / tile_px) * ((rows + tile_rows - 1) / tile_rows);
   }
 
-  /// Launches a tensor-core kernel (one parameter block) on `blocks` blocks.
+  /// Launches a kernel whose one argument is a parameter block (the
+  /// tensor-core and row-streaming kernels) on `blocks` blocks.
   template <typename Params>
   static void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
     void* kargs[] = {p};
