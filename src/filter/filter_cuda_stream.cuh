@@ -69,8 +69,9 @@ constexpr int kSlotBytes = kStripBytes + 2 * kHaloBytes;
 /// 0.0322 with 4; 1080p equal within noise).
 constexpr int kRing = 4;
 constexpr int kSmemBytes = kWarps * kRing * kSlotBytes;
-/// Shortest segment (rows) the host plans: below it the two apron rows cost
-/// more than the extra warps give.
+/// Shortest segment (rows) the host plans, so that the two apron rows stay a
+/// small part of a segment's reads (chosen, not measured: 1080p RGB plans 5
+/// rows on an H100 anyway).
 constexpr int kMinSegRows = 4;
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
