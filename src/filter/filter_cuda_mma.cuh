@@ -23,6 +23,10 @@
 // input tile planar (one fp16 plane per channel, so interleaving costs
 // nothing in the passes), the intermediate planes (hi, lo), and at the end the
 // interleaved u8 output tile, which leaves in 16-byte stores.
+//
+// The sm_80 wrappers below (ldmatrix, mma.sync, cp.async) also serve the
+// dense tensor-core kernel (filter_cuda_mma_dense.cuh) and the row-streaming
+// kernel (filter_cuda_stream.cuh).
 #pragma once
 
 #include <cstdint>
@@ -148,6 +152,41 @@ __device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* 
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)) : "memory");
 #else
   r0 = r1 = 0;
+#endif
+}
+
+// cp.async (sm_80 up), shared by the tensor-core and row-streaming kernels.
+
+/// 16 bytes from global to shared memory.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
+#else
+  *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+
+/// 16 bytes to shared address `smem`, of which the first `n` (0 < n <= 16)
+/// are read and the rest zero-filled.
+__device__ __forceinline__ void cp_async16_clip(unsigned smem, const void* gmem, int n) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(n) : "memory");
+#else
+  (void)smem, (void)gmem, (void)n;
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most `PENDING` of this thread's newest groups are in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 #endif
 }
 

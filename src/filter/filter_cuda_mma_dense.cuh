@@ -110,26 +110,6 @@ struct MmaDenseGeom {
   static_assert(kUnits % mma_dense_tuning::kWarps == 0, "units spread evenly over the warps");
 };
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(smem)), "l"(gmem) : "memory");
-#else
-  *reinterpret_cast<uint4*>(smem) = *reinterpret_cast<const uint4*>(gmem);
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async_wait_all() {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-#endif
-}
-
 /// The dense filter (see the header comment). KH: kernel height (1..9, odd);
 /// the width is a run-time value (its taps live in the B fragments). P:
 /// planar tile (mma_dense_planar). LO: the lo products are needed.
@@ -228,7 +208,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       ++ty;
     }
 
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();  // this tile's raw rows are in; the previous tile's output has left raw_next
     if (tl + static_cast<int>(gridDim.x) < n_tiles && x_inside(tx * kTilePx))
       issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_next);
@@ -413,7 +393,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       }
     }
   }
-  cp_async_wait_all();
+  cp_async_wait<0>();
 #else
   (void)p;
 #endif

@@ -52,7 +52,7 @@
 #include <cuda_runtime.h>
 
 #include "filter/filter_cuda_kernels.cuh"
-#include "filter/filter_cuda_mma.cuh"  // PIXELKIT_MMA_ENABLED (cp.async: sm_80 up), smem_addr
+#include "filter/filter_cuda_mma.cuh"  // the cp.async wrappers (sm_80 up), smem_addr
 
 namespace pixelkit::detail::cuda_filter {
 
@@ -87,28 +87,6 @@ struct StreamParams {
   int segs;              ///< segments down the rows [y_begin, y_end)
   unsigned border_word;  ///< constant border value (an integer 0..255) in every byte
 };
-
-/// cp.async of 16 bytes to shared address `smem`, of which the first `n`
-/// (0 < n <= 16) are read and the rest zero-filled.
-__device__ __forceinline__ void cp_async_clip16(unsigned smem, const void* gmem, int n) {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(n) : "memory");
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit_group() {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-/// Waits until at most `PENDING` of this thread's newest groups are in flight.
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait_pending() {
-#if PIXELKIT_MMA_ENABLED
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
-#endif
-}
 
 template <int C, bool SEP>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
@@ -165,17 +143,17 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       if (sy >= 0) {
         const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(sy) * a.src.pitch;
         const unsigned s = ring_s + static_cast<unsigned>((t & (kRing - 1)) * SLOT);
-        if (n_chunk > 0) cp_async_clip16(s + d_chunk, src_chunk + off, n_chunk);
-        if (n_halo > 0) cp_async_clip16(s + d_halo, src_halo + off, n_halo);
+        if (n_chunk > 0) cp_async16_clip(s + d_chunk, src_chunk + off, n_chunk);
+        if (n_halo > 0) cp_async16_clip(s + d_halo, src_halo + off, n_halo);
       }
     }
-    cp_async_commit_group();  // one group per row, empty or not, keeps the wait count fixed
+    cp_async_commit();  // one group per row, empty or not, keeps the wait count fixed
   };
 
   // Row t's window (after its copies landed and the borders were patched),
   // then the copy of row t + kRing - 1 into the slot row t - 1 used.
   auto window = [&](int t, unsigned (&w)[NW]) {
-    cp_async_wait_pending<kRing - 2>();
+    cp_async_wait<kRing - 2>();
     __syncwarp();
     std::uint8_t* s = slot(t);
     const int sy = source_row(t);
@@ -288,7 +266,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       if (t < nin) step(s_const, t);
     });
   }
-  cp_async_wait_pending<0>();
+  cp_async_wait<0>();
 #endif
 }
 
