@@ -8,7 +8,9 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <initializer_list>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pixelkit/config.hpp"
@@ -393,6 +395,39 @@ long long count_differing(const ConstImageView& a, const ConstImageView& b) {
   return n;
 }
 
+struct SweepSize { int w, h, c; };
+
+/// Filters random u8 images of `sizes` (one seed each, seed + 1, seed + 2,
+/// ...) with every kernel and every border on the device: each result agrees
+/// with ref, and where `want_path` the path names `path_part`. Returns the
+/// elements that differ from ref and the elements compared, counted over the
+/// kernels whose name starts with one of `counted` (weights that put no exact
+/// .5 on the rounding edge, where any summation order decides).
+std::pair<long long, long long> sweep_device_against_ref(const std::vector<SweepSize>& sizes,
+                                                          const std::vector<Kernel>& kernels, std::uint32_t seed,
+                                                          bool want_path, const char* path_part,
+                                                          std::initializer_list<const char*> counted) {
+  long long differing = 0, total = 0;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) {
+        std::string path;
+        const Image got = run_device(src.cview(), k, b, &path);
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
+        if (want_path) EXPECT_NE(path.find(path_part), std::string::npos) << path;
+        bool count = false;
+        for (const char* prefix : counted) count = count || k.name.rfind(prefix, 0) == 0;
+        if (count) {
+          differing += count_differing(got, want);
+          total += static_cast<long long>(sz.w) * sz.h * sz.c;
+        }
+      }
+  }
+  return {differing, total};
+}
+
 TEST(FilterCuda, TensorCoreLargeAndSmallSeparableKernelsAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
@@ -405,28 +440,11 @@ TEST(FilterCuda, TensorCoreLargeAndSmallSeparableKernelsAgreeWithRef) {
   kernels.push_back(Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {1.0f}, "31x1"));
   kernels.push_back(Kernel::from_factors({1.0f}, {0.3f, 0.4f, 0.3f}, "1x3"));
   kernels.push_back(Kernel::from_factors({1, 2, 3, 4, 5, 4, 3, 2, 1}, {0.1f, 0.2f, 0.4f, 0.2f, 0.1f}, "9x5 (sum 2.5)"));
-  struct Size { int w, h, c; };
-  const std::vector<Size> sizes = {{1, 1, 3}, {7, 3, 4}, {63, 31, 1}, {65, 33, 3}, {130, 97, 4}, {129, 64, 3}};
-  long long differing = 0, total = 0;
-  std::uint32_t seed = 900;
-  for (const auto& sz : sizes) {
-    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-    for (const auto& k : kernels)
-      for (const auto& b : all_borders()) {
-        std::string path;
-        const Image got = run_device(src.cview(), k, b, &path);
-        const Image want = run(Backend::ref, src, k, b);
-        EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
-        if (tc) EXPECT_NE(path.find("tensor cores"), std::string::npos) << path;
-        // Off-by-one counts only mean something without exact ties: a box or
-        // a 1/40 kernel puts many exact .5 values on the rounding edge, where
-        // any summation order decides; Gaussian weights do not.
-        if (k.name.rfind("gaussian", 0) == 0) {
-          differing += count_differing(got, want);
-          total += static_cast<long long>(sz.w) * sz.h * sz.c;
-        }
-      }
-  }
+  const std::vector<SweepSize> sizes = {{1, 1, 3}, {7, 3, 4}, {63, 31, 1}, {65, 33, 3}, {130, 97, 4}, {129, 64, 3}};
+  // Off-by-one counts only mean something without exact ties: a box or a
+  // 1/40 kernel puts many exact .5 values on the rounding edge, where any
+  // summation order decides; Gaussian weights do not.
+  const auto [differing, total] = sweep_device_against_ref(sizes, kernels, 900, tc, "tensor cores", {"gaussian"});
   std::printf("tensor cores vs ref, Gaussians: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // A large image through host strips (several launches with y ranges), and
@@ -504,27 +522,11 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
     kernels.push_back(random_kernel(w, h, ++kseed));
   for (const char* spec : {"sharpen", "edge", "emboss", "gaussian:3", "gaussian:5", "gaussian:9", "box:3", "unsharp:5"})
     kernels.push_back(parse_kernel(spec));
-  struct Size { int w, h, c; };
-  const std::vector<Size> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {97, 70, 3},
-                                   {200, 130, 3}, {161, 129, 4}, {300, 140, 1}};
-  long long differing = 0, total = 0;
-  std::uint32_t seed = 1900;
-  for (const auto& sz : sizes) {
-    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-    for (const auto& k : kernels)
-      for (const auto& b : all_borders()) {
-        std::string path;
-        const Image got = run_device(src.cview(), k, b, &path);
-        const Image want = run(Backend::ref, src, k, b);
-        EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
-        if (tc) EXPECT_NE(path.find("dense tensor cores"), std::string::npos) << path;
-        // Random and Gaussian weights put no exact .5 on the rounding edge.
-        if (k.name.rfind("random", 0) == 0 || k.name.rfind("gaussian", 0) == 0) {
-          differing += count_differing(got, want);
-          total += static_cast<long long>(sz.w) * sz.h * sz.c;
-        }
-      }
-  }
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {97, 70, 3},
+                                        {200, 130, 3}, {161, 129, 4}, {300, 140, 1}};
+  // Random and Gaussian weights put no exact .5 on the rounding edge.
+  const auto [differing, total] =
+      sweep_device_against_ref(sizes, kernels, 1900, tc, "dense tensor cores", {"random", "gaussian"});
   std::printf("dense tensor cores vs ref: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // The automatic rule (filter_cuda.cu) on a 1283x771 image, 21 x 13 tiles:
@@ -612,26 +614,10 @@ TEST(FilterCuda, StreamingKernelsAgreeWithRef) {
                            "gaussian:3:2.5", "1,2,1;2,4,2;1,2,1/16"})
     kernels.push_back(parse_kernel(spec));
   kernels.push_back(Kernel::from_factors({0.3f, -0.8f, 1.4f}, {-0.25f, 1.5f, 0.125f}, "signed factors"));
-  struct Size { int w, h, c; };
-  const std::vector<Size> sizes = {{1, 1, 3},   {2, 1, 1},   {1, 17, 4},   {7, 3, 3},   {170, 9, 3},
-                                   {171, 40, 3}, {128, 5, 4}, {257, 33, 1}, {65, 70, 4}, {700, 61, 3}};
-  long long differing = 0, total = 0;
-  std::uint32_t seed = 3100;
-  for (const auto& sz : sizes) {
-    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-    for (const auto& k : kernels)
-      for (const auto& b : all_borders()) {
-        std::string path;
-        const Image got = run_device(src.cview(), k, b, &path);
-        const Image want = run(Backend::ref, src, k, b);
-        EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
-        if (sm80) EXPECT_NE(path.find("streaming"), std::string::npos) << path;
-        if (k.name.rfind("random", 0) == 0 || k.name.rfind("gaussian", 0) == 0) {
-          differing += count_differing(got, want);
-          total += static_cast<long long>(sz.w) * sz.h * sz.c;
-        }
-      }
-  }
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {2, 1, 1},   {1, 17, 4},   {7, 3, 3},   {170, 9, 3},
+                                        {171, 40, 3}, {128, 5, 4}, {257, 33, 1}, {65, 70, 4}, {700, 61, 3}};
+  const auto [differing, total] =
+      sweep_device_against_ref(sizes, kernels, 3100, sm80, "streaming", {"random", "gaussian"});
   std::printf("row streaming vs ref: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // Host images go through strips (several launches with y ranges); a
