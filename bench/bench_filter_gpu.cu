@@ -3,12 +3,14 @@
 // (PIXELKIT_BENCH_HAVE_NPP), against nppiFilterBorder32f_8u_C3R.
 //
 //   bench_filter_gpu [--quick] [--csv FILE] [--runs N] [--batch B] [--no-npp]
-//                    [--size WxH]... [--only KERNEL]...   (e.g. --size 7680x4320 --only dense3x3)
+//                    [--size WxH]... [--only KERNEL]... [--border MODE]
+//                    (e.g. --size 7680x4320 --only dense3x3)
 //
 // Sizes 640x480, 1280x720, 1920x1080, 3840x2160, 7680x4320 (--quick: 1920x1080
 // and 7680x4320). Kernels: dense 3x3, 5x5, 7x7, 9x9 with random coefficients
 // (not separable, so the dense path runs) and gaussian 3, 5, ..., 31
-// (separable). Border: replicate (NPP_BORDER_REPLICATE for NPP).
+// (separable). Border: replicate (NPP_BORDER_REPLICATE for NPP); --border MODE
+// times pixelkit with another (NPP is then left out).
 //
 // Method. Before a configuration is timed its output is checked: at 640x480
 // against the ref backend over the whole image (and the cpu backend is
@@ -71,6 +73,7 @@ struct Options {
   std::string csv;
   std::vector<std::pair<int, int>> sizes;  // --size WxH (repeatable); empty: the default list
   std::vector<std::string> only;           // --only NAME (repeatable): kernels by row name
+  Border border{BorderMode::replicate, 0.0f};  // --border MODE
 };
 
 struct Row {
@@ -222,10 +225,13 @@ int main(int argc, char** argv) try {
       opt.sizes.emplace_back(w, h);
     } else if (a == "--only") {
       opt.only.push_back(next());
+    } else if (a == "--border") {
+      opt.border = pixelkit::parse_border(next());
+      if (opt.border.mode != BorderMode::replicate) opt.npp = false;  // NPP runs replicate only
     }
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_filter_gpu [--quick] [--csv FILE] [--runs N] [--batch B] [--no-npp]\n"
-                  "                        [--size WxH]... [--only dense3x3|...|gauss31]...\n");
+                  "                        [--size WxH]... [--only dense3x3|...|gauss31]... [--border MODE]\n");
       return 0;
     } else {
       throw std::runtime_error("unknown argument " + a);
@@ -264,7 +270,7 @@ int main(int argc, char** argv) try {
   std::vector<Kernel> kernels;
   for (int n : {3, 5, 7, 9}) kernels.push_back(random_dense(n, 1000u + static_cast<unsigned>(n)));
   for (int n = 3; n <= 31; n += 2) kernels.push_back(Kernel::gaussian(n));
-  const Border border{BorderMode::replicate, 0.0f};
+  const Border border = opt.border;
 
   std::vector<Row> rows;
   bool all_ok = true;
