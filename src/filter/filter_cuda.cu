@@ -40,7 +40,6 @@
 #include "filter/filter_cuda_kernels.cuh"
 #include "filter/filter_cuda_mma.cuh"
 #include "filter/filter_cuda_mma_dense.cuh"
-#include "filter/filter_cuda_mma_stream.cuh"
 #include "filter/filter_cuda_mma.hpp"
 #include "filter/filter_cuda_stream.cuh"
 #include "filter/filter_cuda_stream.hpp"
@@ -69,7 +68,7 @@ const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : "f32"; }
 /// u8 kernel up to 9x9 through the dense one, "dense" = every u8 kernel up to
 /// 9x9 through the dense one (tests use them to cover every size; the
 /// benchmark, to compare the paths).
-enum class MmaPolicy { automatic, off, on, dense, stream };
+enum class MmaPolicy { automatic, off, on, dense };
 MmaPolicy mma_policy() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_MMA");
   if (v == nullptr || *v == '\0') return MmaPolicy::automatic;
@@ -77,7 +76,6 @@ MmaPolicy mma_policy() {
   if (s == "off" || s == "0") return MmaPolicy::off;
   if (s == "on" || s == "1") return MmaPolicy::on;
   if (s == "dense") return MmaPolicy::dense;
-  if (s == "stream") return MmaPolicy::stream;
   return MmaPolicy::automatic;
 }
 
@@ -163,10 +161,6 @@ class CudaFilterImpl final : public CudaFilter {
     mma_ = MmaSepCoeffs{};
     mma_ok_ = kernel.separable && policy != MmaPolicy::off &&
               make_mma_sep_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_);
-    if (policy == MmaPolicy::stream) mma_ok_ = false;
-    mma_stream_ = MmaStreamCoeffs{};
-    mma_stream_ok_ = kernel.separable && policy == MmaPolicy::stream &&
-                     make_mma_stream_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_stream_);
     if (mma_ok_ && policy == MmaPolicy::automatic) {
       const bool two_ksteps = mma_ks1(mma_) <= 2 && mma_ks2(mma_) <= 2;
       mma_ok_ = two_ksteps ? kw_ + kh_ >= 26 : kw_ + kh_ >= 54;
@@ -190,7 +184,7 @@ class CudaFilterImpl final : public CudaFilter {
     // against 0.160, gaussian:7 0.227 against 0.156) and were removed.
     stream_p_ = StreamParams{};
     // A tensor-core switch that forces those kernels (on, dense) wins.
-    if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
+    if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense) {
       const int channels[3] = {1, 3, 4};
       for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel);
       stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
@@ -292,30 +286,6 @@ class CudaFilterImpl final : public CudaFilter {
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
-      }
-      if (mma_stream_ok_ && tensor_cores()) {
-        // One block per strip and segment, one wave in all: segments as
-        // tall as that allows, in whole 16-row steps.
-        MmaStreamParams p{};
-        p.a = args<T>(src, dst, y_begin, y_end, 4);
-        p.k = mma_stream_;
-        p.vec16_dst = aligned(dst.data, dst.pitch, 16);
-        p.border_word = border_.mode == BorderMode::constant ? static_cast<unsigned>(border_.value) * 0x01010101u : 0u;
-        const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
-        const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
-        p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
-        const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
-        const int factor = mma_stream_tuning::kEdgeSegFactor;
-        const int steps = (rows + 15) / 16;
-        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));
-        p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
-        p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
-        p.edge_seg_rows = 16 * static_cast<int>((steps + factor * want - 1) / (factor * want));
-        const long long edge_segs = (rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
-        const long long blocks = static_cast<long long>(n_int) * p.segs + n_edge * edge_segs;
-        launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
-        PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
-        return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.
@@ -474,8 +444,6 @@ class CudaFilterImpl final : public CudaFilter {
   SepCoeffs sep_{};
   bool mma_ok_ = false;
   MmaSepCoeffs mma_{};
-  bool mma_stream_ok_ = false;
-  MmaStreamCoeffs mma_stream_{};
   bool stream_ok_ = false;
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
