@@ -505,6 +505,130 @@ TEST(FilterCuda, TensorCorePathDeclinesWhatItCannotDoExactly) {
   }
 }
 
+// The streaming tensor-core separable path (u8, sides 3..31;
+// filter_cuda_mma_stream.cuh). "stream" sends every u8 separable kernel it can
+// hold there: every Gaussian (both k-step counts of each pass), non-square and
+// signed factors, every border, 1/3/4 channels, widths around the 64-pixel
+// strip and its 16-pixel warp columns, heights around the 16-row step.
+TEST(FilterCuda, TensorCoreStreamingSeparableKernelsAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  std::vector<Kernel> kernels;
+  for (int n = 3; n <= 31; n += 2) kernels.push_back(Kernel::gaussian(n));
+  kernels.push_back(Kernel::box(9));
+  kernels.push_back(Kernel::from_factors({0.25f, -0.5f, 1.0f, 0.75f, -0.125f}, std::vector<float>(31, 1.0f / 31), "5x31"));
+  kernels.push_back(Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {0.3f, 0.4f, 0.3f}, "31x3"));
+  kernels.push_back(Kernel::from_factors({1, 2, 3, 4, 5, 4, 3, 2, 1}, {0.1f, 0.2f, 0.4f, 0.2f, 0.1f}, "9x5 (sum 2.5)"));
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {65, 33, 3},
+                                        {130, 97, 4}, {129, 64, 3}, {80, 17, 1}, {47, 100, 3}};
+  const auto [differing, total] =
+      sweep_device_against_ref(sizes, kernels, 1300, tc, "tensor cores streaming", {"gaussian"});
+  std::printf("streaming tensor cores vs ref, Gaussians: %lld of %lld elements off by one\n", differing, total);
+  EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+  // A large image through host strips (several launches with y ranges), and
+  // a sub-view whose rows are not 4-byte aligned (every block on the edge path).
+  const Image big = random_image(1283, 771, 3, PixelType::u8, 78);
+  for (const char* spec : {"gaussian:31", "gaussian:9", "box:13"}) {
+    const Kernel k = parse_kernel(spec);
+    const Border b{BorderMode::reflect101, 0};
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Image out(big.width(), big.height(), 3, PixelType::u8);
+    Filter2D f(k, b);
+    f(big, out.view(), o);
+    const Image want = run(Backend::ref, big, k, b);
+    EXPECT_TRUE(agrees(out, want)) << spec << " " << info.path;
+    if (tc) EXPECT_NE(info.path.find("tensor cores streaming"), std::string::npos) << info.path;
+    if (std::string(spec).rfind("gaussian", 0) == 0)
+      EXPECT_LE(count_differing(out, want), static_cast<long long>(big.width()) * big.height() * 3 / 1000) << spec;
+    const ConstImageView sub = big.cview().sub(1, 2, 700, 500);
+    EXPECT_TRUE(agrees(run_device(sub, k, b), run(Backend::ref, sub, k, b))) << spec << " unaligned sub-view";
+  }
+}
+
+TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
+  PIXELKIT_REQUIRE_GPU();
+  // 63 strips of 64 pixels: a GPU with a few hundred resident blocks gives
+  // each strip segments of many 16-row steps, so the window's slots rotate
+  // through every phase of the unrolled step loop many times. Small enough
+  // for racecheck.
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  const Image src = random_image(4000, 420, 3, PixelType::u8, 45);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+    for (const Kernel& k : {Kernel::gaussian(7), Kernel::gaussian(25)}) {
+      std::string path;
+      EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
+      if (device_has_tensor_core_path()) EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+    }
+  }
+}
+
+TEST(FilterCuda, TensorCoreStreamingIsTheAutomaticPathForSeparableKernelsAbove3x3) {
+  PIXELKIT_REQUIRE_GPU();
+  // The rule of filter_cuda.cu (run 11 of the notes): every u8 separable
+  // kernel above 3x3, except 5x5 and 7x7 from 16 M pixels up; 3x3 stays on
+  // the row-streaming kernel.
+  const bool tc = device_has_tensor_core_path();
+  const Image small = random_image(300, 200, 3, PixelType::u8, 9);
+  const Border b{BorderMode::reflect101, 0};
+  for (const auto& [spec, want] : {std::pair{"gaussian:3", false}, std::pair{"gaussian:5", true},
+                                   std::pair{"gaussian:9", true}, std::pair{"gaussian:31", true},
+                                   std::pair{"box:7", true}, std::pair{"1,2,1;2,4,2;1,2,1/16", false}}) {
+    const Kernel k = parse_kernel(spec);
+    std::string path;
+    EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
+    EXPECT_EQ(path.find("tensor cores streaming") != std::string::npos, want && tc) << spec << " " << path;
+  }
+  // 16384 x 1024 = 16.8 M pixels: 5x5 leaves the streaming kernel, 9x9 keeps it.
+  const Image big = clone(random_image(16384, 1024, 1, PixelType::u8, 10).cview(), Memory::device);
+  Image out(16384, 1024, 1, PixelType::u8, Memory::device);
+  for (const auto& [spec, want] : {std::pair{"gaussian:5", false}, std::pair{"gaussian:9", true}}) {
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Filter2D f(parse_kernel(spec), b);
+    f(big, out.view(), o);
+    synchronize(nullptr);
+    EXPECT_EQ(info.path.find("tensor cores streaming") != std::string::npos, want && tc) << spec << " " << info.path;
+  }
+}
+
+TEST(FilterCuda, TensorCoreStreamingPathDeclinesWhatItCannotDoExactly) {
+  PIXELKIT_REQUIRE_GPU();
+  // Declined: a constant border value that is not a whole grey level, a 1-tap side, an
+  // intermediate beyond fp16's range (sum |row| * 255 > 16384), and
+  // coefficients hi + lo fp16 parts cannot hold to FP32 accuracy. Each still
+  // agrees with ref on whatever path took it.
+  const Image src = random_image(150, 70, 3, PixelType::u8, 7);
+  struct Case { Border border; Kernel k; bool want; };
+  const std::vector<Case> cases = {
+      {{BorderMode::constant, 0.1f}, Kernel::gaussian(15), false},
+      {{BorderMode::constant, 2.5f}, Kernel::gaussian(15), false},
+      {{BorderMode::constant, 300.0f}, Kernel::gaussian(15), false},
+      {{BorderMode::constant, 255.0f}, Kernel::gaussian(15), true},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {1.0f}, "31x1"), false},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(9, 10.0f), {0.5f, 0.5f, 0.5f}, "9x3 big"), false},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors({1e-3f, 3e-3f, 1e-3f}, {1.0f, 1.0f, 1.0f}, "small"), true},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors({1e-6f, 1.0f, 1e-6f}, {1.0f, 1.0f, 1.0f}, "subnormal lo"), true}};
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  for (const auto& c : cases) {
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Image out(src.width(), src.height(), 3, PixelType::u8);
+    Filter2D f(c.k, c.border);
+    f(src, out.view(), o);
+    EXPECT_TRUE(agrees(out, run(Backend::ref, src, c.k, c.border))) << c.k.name << " " << info.path;
+    const bool took = info.path.find("tensor cores streaming") != std::string::npos;
+    EXPECT_EQ(took, c.want && device_has_tensor_core_path()) << c.k.name << " " << info.path;
+  }
+}
+
 // The dense tensor-core path (u8, sides up to 9; filter_cuda_mma_dense.cuh).
 // "dense" sends every u8 kernel up to 9x9 there, separable ones too, so both
 // tile layouts (interleaved for a reach of at most 4 elements, planar
@@ -605,6 +729,12 @@ TEST(FilterCuda, TensorCoreDensePathDeclinesWhatItCannotDoExactly) {
 // (170 * 3 = 510, 171 * 3 = 513, 128 * 4 = 512, 257 * 1, 65 * 4 = 260 bytes),
 // images narrower and shorter than the kernel, and segments of one row up to
 // hundreds.
+/// The path string of the row-streaming kernel (not the streaming
+/// tensor-core one, "cuda separable tensor cores streaming ...").
+bool row_streaming_path(const std::string& path) {
+  return path.rfind("cuda dense streaming", 0) == 0 || path.rfind("cuda separable streaming", 0) == 0;
+}
+
 TEST(FilterCuda, StreamingKernelsAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool sm80 = device_has_tensor_core_path();
@@ -643,7 +773,7 @@ TEST(FilterCuda, StreamingKernelsAgreeWithRef) {
       filter2d(dsub, ddst.view(), k, b, od);
       synchronize(nullptr);
       EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, sub, k, b))) << spec << " sub-view " << x;
-      EXPECT_EQ(info.path.find("streaming") != std::string::npos, want_stream && sm80) << spec << " " << info.path;
+      EXPECT_EQ(row_streaming_path(info.path), want_stream && sm80) << spec << " " << info.path;
     }
   }
 }
@@ -684,7 +814,7 @@ TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
     std::string path;
     const Image got = run_device(src.cview(), c.k, c.border, &path);
     EXPECT_TRUE(agrees(got, run(Backend::ref, src, c.k, c.border))) << path;
-    EXPECT_EQ(path.find("streaming") != std::string::npos, c.want && device_has_tensor_core_path())
+    EXPECT_EQ(row_streaming_path(path), c.want && device_has_tensor_core_path())
         << c.env << " " << c.k.name << " " << to_string(c.border) << " " << path;
   }
   const Image f = random_image(64, 40, 3, PixelType::f32, 50);
@@ -692,7 +822,7 @@ TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
   std::string path;
   const Image got = run_device(f.cview(), parse_kernel("edge"), Border{}, &path);
   EXPECT_TRUE(agrees(got, run(Backend::ref, f, parse_kernel("edge"), Border{}))) << path;
-  EXPECT_EQ(path.find("streaming"), std::string::npos) << path;
+  EXPECT_FALSE(row_streaming_path(path)) << path;
 }
 
 TEST(FilterCuda, AutoPicksCudaForDeviceImagesAndSaysSo) {

@@ -6,14 +6,20 @@
 //       destination 16-byte aligned, constant     strips row by row, filter_cuda_stream.cuh, sm_80
 //       border value a whole grey level           up (PIXELKIT_CUDA_FILTER_STREAM=off: never;
 //                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
+//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2>: tensor
+//       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
+//       level; sides <= 7 only below 16 M         filter_cuda_mma_stream.cuh, sm_80 up
+//       pixels                                    (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
+//                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
 //       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
 //       3x3 and 5x5 from 12 waves of tiles (8K);  u8 dense kernel up to 9x9; =dense: every u8
 //       u8 separable 7x7 from one wave            kernel up to 9x9, separable ones too)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
-//   u8 separable, nx + ny >= 26 with both      -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
-//       sides <= 17, or nx + ny >= 54             filter_cuda_mma.cuh, sm_80 up
+//   u8 separable that the streaming kernel     -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
+//       declined, nx + ny >= 26 with both         filter_cuda_mma.cuh, sm_80 up
+//       sides <= 17, or nx + ny >= 54
 //       (square: 13..17 and 27..31)               (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
 //                                                  u8 separable kernel)
 //   separable kernel, square N x N             -> separable_fused_kernel<T,C,N>
@@ -40,6 +46,7 @@
 #include "filter/filter_cuda_kernels.cuh"
 #include "filter/filter_cuda_mma.cuh"
 #include "filter/filter_cuda_mma_dense.cuh"
+#include "filter/filter_cuda_mma_stream.cuh"
 #include "filter/filter_cuda_mma.hpp"
 #include "filter/filter_cuda_stream.cuh"
 #include "filter/filter_cuda_stream.hpp"
@@ -64,11 +71,12 @@ const char* type_name(PixelType t) { return t == PixelType::u8 ? "u8" : "f32"; }
 
 /// PIXELKIT_CUDA_FILTER_MMA: unset = the default rule (the u8 kernels where
 /// the tensor cores were measured faster), "off" = never, "on" = every u8
-/// separable kernel through the separable tensor-core kernel and every other
-/// u8 kernel up to 9x9 through the dense one, "dense" = every u8 kernel up to
-/// 9x9 through the dense one (tests use them to cover every size; the
-/// benchmark, to compare the paths).
-enum class MmaPolicy { automatic, off, on, dense };
+/// separable kernel through the tiled separable tensor-core kernel and every
+/// other u8 kernel up to 9x9 through the dense one, "dense" = every u8 kernel
+/// up to 9x9 through the dense one, "stream" = every u8 separable kernel the
+/// streaming tensor-core kernel holds through it, whatever its size (tests
+/// use them to cover every size; the benchmark, to compare the paths).
+enum class MmaPolicy { automatic, off, on, dense, stream };
 MmaPolicy mma_policy() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_MMA");
   if (v == nullptr || *v == '\0') return MmaPolicy::automatic;
@@ -76,6 +84,7 @@ MmaPolicy mma_policy() {
   if (s == "off" || s == "0") return MmaPolicy::off;
   if (s == "on" || s == "1") return MmaPolicy::on;
   if (s == "dense") return MmaPolicy::dense;
+  if (s == "stream") return MmaPolicy::stream;
   return MmaPolicy::automatic;
 }
 
@@ -152,14 +161,29 @@ class CudaFilterImpl final : public CudaFilter {
       for (int i = 0; i < kw_; ++i) sep_.row[i] = kernel.row[static_cast<std::size_t>(i)];
       for (int i = 0; i < kh_; ++i) sep_.col[i] = kernel.col[static_cast<std::size_t>(i)];
     }
-    // Tensor cores for u8 separable kernels where they beat the FP32 passes
-    // (run 8 of the notes, H100, RGB u8, 1080p / 4K / 8K): their time hardly
-    // depends on the taps within a k-step class, so they win from
-    // gaussian:13 up while each pass takes 2 k-steps (sides <= 17), lose to
-    // FP32 at 19..25 (3 k-steps, 2 blocks per SM), and win again from 27.
+    // The streaming tensor-core kernel (filter_cuda_mma_stream.cuh; run 11
+    // of the notes, H100, RGB u8, 720p to 8K) takes u8 separable kernels
+    // above 3x3: faster than every other path at every size for sides 9..31
+    // (8K gaussian:9 0.210 -> 0.159 ms, gaussian:31 0.375 -> 0.233; 1080p
+    // 0.0271 -> 0.0171, 0.0387 -> 0.0249) and for 5x5 and 7x7 up to 4K;
+    // at 8K those two stay where they were (the dense tensor-core kernel:
+    // 0.157 / 0.155 against 0.159 / 0.159), so sides up to 7 leave it from
+    // kStreamMaxSmallPx pixels up.
     const MmaPolicy policy = mma_policy();
+    mma_stream_ = MmaStreamCoeffs{};
+    mma_stream_ok_ = kernel.separable &&
+                     (policy == MmaPolicy::stream || (policy == MmaPolicy::automatic && kw_ * kh_ > 9)) &&
+                     make_mma_stream_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_stream_);
+    mma_stream_max_px_ = policy == MmaPolicy::automatic && kw_ <= 7 && kh_ <= 7 ? kStreamMaxSmallPx : -1;
+    // The tiled separable tensor-core kernel where it beat the FP32 passes
+    // (run 8, same machine, 1080p / 4K / 8K): their time hardly depends on
+    // the taps within a k-step class, so they win from gaussian:13 up while
+    // each pass takes 2 k-steps (sides <= 17), lose to FP32 at 19..25 (3
+    // k-steps, 2 blocks per SM), and win again from 27. Automatic: only
+    // where the streaming kernel declines (a constant border value that is
+    // not a whole grey level, coefficients it cannot hold exactly).
     mma_ = MmaSepCoeffs{};
-    mma_ok_ = kernel.separable && policy != MmaPolicy::off &&
+    mma_ok_ = kernel.separable && policy != MmaPolicy::off && policy != MmaPolicy::stream &&
               make_mma_sep_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_);
     if (mma_ok_ && policy == MmaPolicy::automatic) {
       const bool two_ksteps = mma_ks1(mma_) <= 2 && mma_ks2(mma_) <= 2;
@@ -184,7 +208,7 @@ class CudaFilterImpl final : public CudaFilter {
     // against 0.160, gaussian:7 0.227 against 0.156) and were removed.
     stream_p_ = StreamParams{};
     // A tensor-core switch that forces those kernels (on, dense) wins.
-    if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense) {
+    if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
       for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel);
       stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
@@ -286,6 +310,31 @@ class CudaFilterImpl final : public CudaFilter {
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+      }
+      const long long image_px = static_cast<long long>(src.width) * src.height;
+      if (mma_stream_ok_ && tensor_cores() && (mma_stream_max_px_ < 0 || image_px < mma_stream_max_px_)) {
+        // One block per strip and segment, one wave in all: segments as
+        // tall as that allows, in whole 16-row steps.
+        MmaStreamParams p{};
+        p.a = args<T>(src, dst, y_begin, y_end, 4);
+        p.k = mma_stream_;
+        p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+        p.border_word = border_.mode == BorderMode::constant ? static_cast<unsigned>(border_.value) * 0x01010101u : 0u;
+        const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
+        const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
+        p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
+        const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
+        const int factor = mma_stream_tuning::kEdgeSegFactor;
+        const int steps = (rows + 15) / 16;
+        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));
+        p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
+        p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
+        p.edge_seg_rows = 16 * static_cast<int>((steps + factor * want - 1) / (factor * want));
+        const long long edge_segs = (rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+        const long long blocks = static_cast<long long>(n_int) * p.segs + n_edge * edge_segs;
+        launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
+        PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
+        return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.
@@ -444,6 +493,12 @@ class CudaFilterImpl final : public CudaFilter {
   SepCoeffs sep_{};
   bool mma_ok_ = false;
   MmaSepCoeffs mma_{};
+  bool mma_stream_ok_ = false;
+  MmaStreamCoeffs mma_stream_{};
+  long long mma_stream_max_px_ = -1;  ///< take the streaming kernel below this many pixels; -1: any size
+  /// Images from this size (8K: 33 M pixels; 4K: 8.3 M) keep 5x5 and 7x7
+  /// separable kernels on the dense tensor-core / tiled kernels.
+  static constexpr long long kStreamMaxSmallPx = 16LL << 20;
   bool stream_ok_ = false;
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word

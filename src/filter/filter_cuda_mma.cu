@@ -1,6 +1,7 @@
-// Host side of the tensor-core filters (kernels: filter_cuda_mma.cuh, separable;
-// filter_cuda_mma_dense.cuh, dense): which kernels they take, the coefficient
-// scaling, and the kernel tables. The launches are in filter_cuda.cu, beside
+// Host side of the tensor-core filters (kernels: filter_cuda_mma.cuh, separable
+// tiles; filter_cuda_mma_stream.cuh, separable streaming; filter_cuda_mma_dense.cuh,
+// dense): which kernels they take, the coefficient checks and scaling, and the
+// kernel tables. The launches are in filter_cuda.cu, beside
 // the other paths.
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "filter/filter_cuda_mma.cuh"
 #include "filter/filter_cuda_mma_dense.cuh"
+#include "filter/filter_cuda_mma_stream.cuh"
 #include "filter/filter_cuda_mma.hpp"
 
 namespace pixelkit::detail::cuda_filter {
@@ -76,7 +78,80 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo) {
   }
 }
 
+template <int C, int KS1, int KS2>
+MmaKernelInfo stream_info() {
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2>),
+          MmaStreamGeom<C, KS1, KS2>::kSmemBytes};
+}
+
+template <int C>
+MmaKernelInfo stream_pick(int ks1, int ks2) {
+  if (ks1 <= 2) return ks2 <= 2 ? stream_info<C, 2, 2>() : stream_info<C, 2, 3>();
+  return ks2 <= 2 ? stream_info<C, 3, 2>() : stream_info<C, 3, 3>();
+}
+
+/// Sum of |c - hi - lo| over n coefficients split into fp16 hi + lo as the
+/// kernels split them (both rounded to nearest), and sum of |c|.
+void split_miss(const float* c, int n, double* missed, double* l1) {
+  *missed = 0.0;
+  *l1 = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const float hi = __half2float(__float2half_rn(c[i]));
+    const float lo = __half2float(__float2half_rn(c[i] - hi));
+    *missed += std::fabs(static_cast<double>(c[i]) - hi - lo);
+    *l1 += std::fabs(static_cast<double>(c[i]));
+  }
+}
+
 }  // namespace
+
+bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
+                            MmaStreamCoeffs* out) {
+  if (nx < 3 || ny < 3 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
+  // A constant border enters the loaded rows as a byte: a whole grey level.
+  if (border.mode == BorderMode::constant &&
+      !(border.value >= 0.0f && border.value <= 255.0f && std::nearbyint(border.value) == border.value))
+    return false;
+  MmaStreamCoeffs k{};
+  k.nx = nx;
+  k.ny = ny;
+  k.rx = nx / 2;
+  k.ry = ny / 2;
+  k.ral = (k.rx + 3) & ~3;
+  for (int i = 0; i < nx; ++i) {
+    k.row[i] = row[i];
+    if (!std::isfinite(row[i]) || std::fabs(row[i]) > 32768.0f) return false;
+  }
+  for (int i = 0; i < ny; ++i) {
+    k.col[i] = col[i];
+    if (!std::isfinite(col[i]) || std::fabs(col[i]) > 32768.0f) return false;
+  }
+  double miss_r = 0, l1_r = 0, miss_c = 0, l1_c = 0;
+  split_miss(k.row, nx, &miss_r, &l1_r);
+  split_miss(k.col, ny, &miss_c, &l1_c);
+  // The intermediate (|v| <= 255 * sum |row|) enters pass 2 as fp16 hi + lo:
+  // keep it well inside fp16's range (65504).
+  if (255.0 * l1_r > 16384.0) return false;
+  // No scaling: what hi + lo miss of each factor (subnormal lo parts of small
+  // coefficients included), times the largest u8 value, must stay within the
+  // FP32 kernels' own rounding: 2^-20 of the largest output magnitude, or
+  // 1e-3 of a grey level.
+  const double miss = 255.0 * (miss_r * l1_c + l1_r * miss_c);
+  if (miss > std::max(1e-3, std::ldexp(255.0 * l1_r * l1_c, -20))) return false;
+  // Both passes take 2 or 3 k-steps for sides 3..31 (the instances built).
+  if (mma_ksteps(ny, 0) > 3 || mma_ksteps(nx, k.ral - k.rx) > 3) return false;
+  *out = k;
+  return true;
+}
+
+MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
+  const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
+  switch (channels) {
+    case 1: return stream_pick<1>(ks1, ks2);
+    case 3: return stream_pick<3>(ks1, ks2);
+    default: return stream_pick<4>(ks1, ks2);
+  }
+}
 
 bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                          MmaSepCoeffs* out) {

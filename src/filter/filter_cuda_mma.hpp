@@ -9,6 +9,7 @@ namespace pixelkit::detail::cuda_filter {
 
 struct MmaSepCoeffs;
 struct MmaDenseCoeffs;
+struct MmaStreamCoeffs;
 
 /// Fills `out` and returns true when the separable kernel row (nx taps) x col
 /// (ny taps) can take the tensor-core path with this border: odd sides up to
@@ -36,5 +37,18 @@ bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& bo
 
 /// dense_mma_kernel<C, KH, planar> for 1, 3 or 4 channels and this kernel.
 MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
+
+/// Fills `out` and returns true when the separable kernel row (nx taps) x col
+/// (ny taps) can take the streaming tensor-core path
+/// (filter_cuda_mma_stream.cuh) with this border: odd sides 3 to 31, finite
+/// coefficients that unscaled fp16 hi + lo parts hold to FP32 accuracy, an
+/// intermediate within fp16's range, and a constant border value that is a
+/// whole grey level (0..255).
+bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
+                            MmaStreamCoeffs* out);
+
+/// separable_mma_stream_kernel<C, KS1, KS2> for 1, 3 or 4 channels and these
+/// coefficients (its k-steps follow from them).
+MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);
 
 }  // namespace pixelkit::detail::cuda_filter

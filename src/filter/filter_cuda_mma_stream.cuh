@@ -1,0 +1,444 @@
+// Separable u8 filter on the tensor cores, streaming down column strips:
+// separable_mma_stream_kernel<C, KS1, KS2> (mma.sync m16n8k16, fp16
+// operands, fp32 accumulation). The path for u8 separable kernels from 5x5
+// up (docs/notes-filter-cuda.md, run 11).
+//
+// Why. The tiled tensor-core kernel (filter_cuda_mma.cuh) moves each tile
+// through shared memory three times (input, intermediate hi/lo, output),
+// waits at three block barriers per tile, and recomputes a 1.5x apron in
+// both directions; it spends ~45 instructions per output on that, not on the
+// products. Here the intermediate never leaves the registers and every input
+// row is converted once per segment.
+//
+// Both passes in transposed form, so that pass 1's accumulators are pass 2's
+// A operand as they stand (the m16n8 C fragment of two adjacent n-tiles is
+// the m16k16 A fragment):
+//   pass 1 (horizontal), 16 pixels x 16 rows of one channel:
+//     D1^T[x][r] = sum_s H_s[x][k] * X_s[k][r],
+//     H_s[i][k] = row[16 s + k - i - shift]  (Toeplitz, built once per thread),
+//     X_s[k][r] = input at tile column 16 s + k, row r (ldmatrix, non-transposed,
+//                 from a planar fp16 tile in shared memory);
+//   pass 2 (vertical), the same 16 pixels x 16 output rows:
+//     D2^T[x][o] = sum_s D1^T_{block j+s}[x][k] * V_s[k][o],
+//     V_s[k][o] = col[16 s + k - o]  (Toeplitz, built once per thread),
+//   where D1 block b holds input rows y0 - ry + 16 b .. + 15 of the segment
+//   starting at output row y0, so output block j uses D1 blocks j .. j + KS1 - 1.
+//
+// Accuracy (FP32-class). u8 values are exact in fp16; coefficients are split
+// into fp16 hi + lo (22 significant bits; not scaled, so that no multiply is
+// needed per output: lo may be subnormal, which costs at most 2^-25 per
+// coefficient and the host checks the sum against the FP32 kernels' own
+// rounding). Pass 1 forms hi*x + lo*x; its fp32 result is split into hi + lo
+// again and pass 2 forms Dhi*Vhi + Dlo*Vhi + Dhi*Vlo.
+//
+// Work. A block of kWarps warps owns a strip of 16 * kWarps output pixels
+// (all channels) and a segment of output rows (shorter ones in the first and
+// last strip, kEdgeSegFactor); warp w owns pixels
+// 16 w .. 16 w + 15 of the strip. Per step j of 16 rows:
+//   1. the previous output block leaves the warp's staging rows in 16-byte
+//      stores;
+//   2. the input rows of block b + 1 (loaded into registers kPrefetch steps
+//      earlier) are converted to planar fp16 into the other buffer, and the
+//      rows of block b + 1 + kPrefetch are loaded into the freed registers;
+//   3. pass 1 on the converted tile of D1 block b = j + KS1 - 1 (buffer
+//      b % 2), split into the warp's window of KS1 blocks (registers), and
+//      pass 2 for output block j from the window, rounded into the staging
+//      rows: one stretch of code without branches, so that the scheduler
+//      interleaves the two passes' product chains;
+//   4. one block barrier.
+// The window's slots rotate statically (the step loop is unrolled KS1 times).
+// Rows and columns beyond the image map through border_index as they are
+// loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
+// for, so their segments are shorter (kEdgeSegFactor).
+//
+// Measured (H100, RGB u8, notes run 11): 8K gaussian:9 0.159 ms (0.210 on
+// the FP32 separable kernel before), gaussian:17 0.161 (0.258), gaussian:31
+// 0.230 (0.375); 1080p 0.0172 / 0.0184 / 0.0255.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_cuda_mma.cuh"
+
+namespace pixelkit::detail::cuda_filter {
+
+namespace mma_stream_tuning {
+constexpr int kWarps = 4;  ///< warps per block, each a 16-pixel column of the strip
+constexpr int kThreads = 32 * kWarps;
+constexpr int kStripPx = 16 * kWarps;  ///< output pixels per strip
+constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block each warp loads
+/// The first and last strip load the pixels beyond the image byte by byte
+/// through border_index, and wait for them: their segments are this many
+/// times shorter, so that their blocks end with the others (every block's
+/// steps otherwise take the same time).
+constexpr int kEdgeSegFactor = 4;
+/// Blocks of input rows in flight in registers (1 or 2) while one is used.
+#ifndef PIXELKIT_MMA_STREAM_PF
+#define PIXELKIT_MMA_STREAM_PF 2
+#endif
+constexpr int kPrefetch = PIXELKIT_MMA_STREAM_PF;
+/// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
+/// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
+constexpr int min_blocks_per_sm(int channels, int ks1) { return channels * ks1 <= 6 ? 3 : 2; }
+}  // namespace mma_stream_tuning
+
+/// Coefficients as given (not scaled) and the tile's alignment.
+struct MmaStreamCoeffs {
+  int nx, ny;
+  int rx, ry;
+  int ral;        ///< rx rounded up to 4: tile column 0 is image pixel x0 - ral
+  float row[32];  ///< horizontal factors
+  float col[32];  ///< vertical factors
+};
+
+struct MmaStreamParams {
+  FilterArgs<std::uint8_t> a;
+  MmaStreamCoeffs k;
+  int strips;          ///< strips across the image (16 * kWarps pixels each)
+  int segs;            ///< segments of each interior strip
+  int seg_rows;        ///< output rows per segment of an interior strip, a multiple of 16
+  int edge_seg_rows;   ///< the same for the first and last strip (shorter: see kEdgeSegFactor)
+  unsigned border_word;  ///< a constant border's value (a whole grey level) in each byte
+  bool vec16_dst; ///< dst base and pitch are 16-byte aligned
+};
+
+template <int C, int KS1, int KS2>
+struct MmaStreamGeom {
+  static constexpr int kSW = mma_stream_tuning::kStripPx;
+  static constexpr int kWIn = kSW - 16 + 16 * KS2;  ///< tile columns (pixels) per channel
+  /// Row stride in halves: an odd number of 16-byte units, so the 8 rows of
+  /// an ldmatrix 8x8 land in 8 different bank groups.
+  static constexpr int kS = (kWIn / 8) % 2 == 0 ? kWIn + 8 : kWIn;
+  static constexpr int kPlane = 16 * kS;   ///< halves per channel plane of a 16-row block
+  static constexpr int kBuf = C * kPlane;  ///< halves per buffer
+  static constexpr int kOutStride = 16 * C + 16;  ///< bytes per staged output row (16-aligned)
+  static constexpr int kOutBytes = 16 * kOutStride;  ///< one warp's staging
+  static constexpr int kSmemBytes = 2 * kBuf * 2 + mma_stream_tuning::kWarps * kOutBytes;
+  static_assert(kWIn / 4 <= 32, "one lane per 4-pixel unit of a tile row");
+};
+
+/// This thread's B fragments (hi and lo) of k-step s, n-tile nt of the
+/// vertical Toeplitz matrix V[k][o] = w[16 s + k - o] (o = 8 nt + n). Fragment
+/// layout of m16n8k16 B: register 0 holds k = 2t, 2t + 1 (register 1: + 8),
+/// n = g.
+__device__ __forceinline__ void toeplitz_b_fragment(unsigned (&hi)[2], unsigned (&lo)[2], const float* w, int n,
+                                                    int s, int nt, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float v[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int idx = 16 * s + 2 * t + 8 * r + e - (8 * nt + g);
+      v[e] = idx >= 0 && idx < n ? w[idx] : 0.0f;
+    }
+    split_half2(v[0], v[1], hi[r], lo[r]);
+  }
+}
+
+/// Split x, y into fp16 hi + lo pairs by truncation: hi keeps the top 11
+/// significant bits of each (exact in fp16 wherever the value is a normal
+/// fp16), lo the rest rounded to fp16.
+__device__ __forceinline__ void split_trunc_half2(float x, float y, unsigned& hi, unsigned& lo) {
+  const float xh = __int_as_float(__float_as_int(x) & 0xFFFFE000);
+  const float yh = __int_as_float(__float_as_int(y) & 0xFFFFE000);
+  hi = half2_bits(__floats2half2_rn(xh, yh));
+  lo = half2_bits(__floats2half2_rn(x - xh, y - yh));
+}
+
+/// Input rows of one 16-row block, loaded into registers before they are
+/// converted: warp w loads rows w, w + kWarps, ...; lane q the 4-pixel unit q
+/// (C words) of each. Rows beyond the image map through border_index once a
+/// row; a unit inside the image is C word loads, one that reaches beyond it
+/// (the strips at the left and right edges, or a source not 4-byte aligned)
+/// is assembled from byte loads through border_index (those are waited for
+/// at once: see kEdgeSegFactor). Word loads are issued kPrefetch blocks
+/// ahead of their use.
+template <int C>
+struct MmaStreamLoads {
+  unsigned w[mma_stream_tuning::kRowsPerWarp][C];
+
+  /// `cols`: the lane's unit lies inside the image and the source allows
+  /// word loads; otherwise `off` holds the byte offset of each of its 4
+  /// pixels in a row (-1: a constant border's pixel), worked out once per
+  /// block. `rows`: the block's 16 rows lie inside the image (no
+  /// border_index).
+  __device__ __forceinline__ void issue(const MmaStreamParams& p, int yb, bool rows, bool cols, int x,
+                                        const int (&off)[4], bool active, int warp) {
+    const FilterArgs<std::uint8_t>& a = p.a;
+    // The common case first, with nothing after the loads that writes their
+    // registers (a later write would wait for them: the prefetch would stall).
+    if (rows && cols) {
+#pragma unroll
+      for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+        const unsigned* src =
+            reinterpret_cast<const unsigned*>(a.src.row(yb + warp + mma_stream_tuning::kWarps * j) + x * C);
+#pragma unroll
+        for (int i = 0; i < C; ++i)
+          if (active) w[j][i] = __ldg(src + i);
+      }
+      return;
+    }
+    if (!active) return;
+#pragma unroll
+    for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+      const int r = warp + mma_stream_tuning::kWarps * j;
+      const int sy = rows ? yb + r : border_index(yb + r, a.src.height, a.mode);
+      if (sy < 0) {
+#pragma unroll
+        for (int i = 0; i < C; ++i) w[j][i] = p.border_word;
+      } else if (cols) {
+        const unsigned* src = reinterpret_cast<const unsigned*>(a.src.row(sy) + x * C);
+#pragma unroll
+        for (int i = 0; i < C; ++i) w[j][i] = __ldg(src + i);
+      } else {
+        const std::uint8_t* row = a.src.row(sy);
+        unsigned v[C];
+#pragma unroll
+        for (int i = 0; i < C; ++i) v[i] = 0u;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const unsigned b = off[e] < 0 ? (p.border_word & 0xFFu) : __ldg(row + off[e] + c);
+            v[(e * C + c) / 4] |= b << (8 * ((e * C + c) % 4));
+          }
+#pragma unroll
+        for (int i = 0; i < C; ++i) w[j][i] = v[i];
+      }
+    }
+  }
+
+  /// Planar fp16 into `buf` (C planes of 16 rows x S halves).
+  template <int S>
+  __device__ __forceinline__ void store(__half* buf, int units, int warp, int lane) const {
+#pragma unroll
+    for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+      const int r = warp + mma_stream_tuning::kWarps * j;
+      if (lane < units) store_unit<C>(buf, 16 * S, r * S + 4 * lane, w[j]);
+    }
+  }
+};
+
+/// The separable filter (see the header comment). One block per (strip,
+/// segment); blockIdx.x = segment * strips + strip.
+template <int C, int KS1, int KS2>
+__global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1))
+    separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
+#if PIXELKIT_MMA_ENABLED
+  using G = MmaStreamGeom<C, KS1, KS2>;
+  constexpr int S = G::kS;
+  extern __shared__ float4 smem4[];
+  __half* const buf0 = reinterpret_cast<__half*>(smem4);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  std::uint8_t* const stage = reinterpret_cast<std::uint8_t*>(smem4) + 2 * G::kBuf * 2 + warp * G::kOutBytes;
+
+  const FilterArgs<std::uint8_t>& a = p.a;
+  const MmaStreamCoeffs& k = p.k;
+  const int width = a.src.width;
+  // Blocks [0, n_int * segs): interior strips 1 .. strips - 2, strip
+  // fastest; then the edge strips' (shorter) segments.
+  const int n_int = p.strips >= 3 ? p.strips - 2 : 0;
+  const int n_edge = min(p.strips, 2);
+  const int bid = static_cast<int>(blockIdx.x);
+  int strip, seg, seg_rows;
+  if (bid < n_int * p.segs) {
+    strip = 1 + bid % n_int;
+    seg = bid / n_int;
+    seg_rows = p.seg_rows;
+  } else {
+    const int e = bid - n_int * p.segs;
+    strip = e % n_edge == 0 ? 0 : p.strips - 1;
+    seg = e / n_edge;
+    seg_rows = p.edge_seg_rows;
+  }
+  const int x0 = strip * G::kSW;             // first output pixel of the strip
+  const int y0 = a.y_begin + seg * seg_rows;  // first output row of the segment
+  if (y0 >= a.y_end) return;
+  const int y_lim = min(y0 + seg_rows, a.y_end);
+  const int nsteps = (y_lim - y0 + 15) / 16;
+  const int nb = nsteps + KS1 - 1;  // D1 blocks of the segment
+  const int shift = k.ral - k.rx;
+  const int xs = x0 - k.ral;                               // image pixel of tile column 0
+  const int units = (G::kSW + k.nx - 1 + shift + 3) / 4;  // 4-pixel units per row that matter
+  const bool cols_inside = a.vec_src && xs >= 0 && xs + 4 * units <= width;
+  auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
+
+  // Columns no coefficient reaches stay zero in both buffers (ldmatrix reads them).
+  for (int i = threadIdx.x; i < G::kBuf; i += mma_stream_tuning::kThreads)  // 2 buffers of kBuf halves
+    reinterpret_cast<unsigned*>(buf0)[i] = 0u;
+  __syncthreads();
+
+  // Toeplitz fragments of both passes, once per thread.
+  unsigned hh[KS2][4], hl[KS2][4];
+#pragma unroll
+  for (int s = 0; s < KS2; ++s) toeplitz_fragment(hh[s], hl[s], k.row, k.nx, s, shift, lane);
+  unsigned vh[KS1][2][2], vl[KS1][2][2];
+#pragma unroll
+  for (int s = 0; s < KS1; ++s)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) toeplitz_b_fragment(vh[s][nt], vl[s][nt], k.col, k.ny, s, nt, lane);
+
+  // Block b's rows travel in register set b % kPrefetch.
+  constexpr int PF = mma_stream_tuning::kPrefetch;
+  static_assert(PF == 1 || PF == 2, "one or two register sets");
+  MmaStreamLoads<C> pre[PF];
+  auto with_set = [&](int b, auto f) {
+    if (PF == 1 || (b & 1) == 0)
+      f(pre[0]);
+    else
+      f(pre[PF - 1]);
+  };
+  auto convert = [&](int b) {
+    __half* buf = buf0 + (b & 1) * G::kBuf;
+    with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
+  };
+  // This lane's unit of a row: whole words where it lies inside the image,
+  // else its 4 pixels' byte offsets through border_index (once per block).
+  const int lx = xs + 4 * lane;
+  const bool lane_active = lane < units;
+  const bool lane_words = cols_inside || (a.vec_src && lx >= 0 && lx + 4 <= width);
+  int lane_px[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
+    lane_px[e] = sx < 0 ? -1 : sx * C;
+  }
+  auto issue = [&](int b) {
+    if (b >= nb) return;
+    const int yb = block_row(b);
+    const bool rows = yb >= 0 && yb + 16 <= a.src.height;
+    with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp); });
+  };
+
+  // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
+  const int lrow = (lane & 7) + 8 * (lane >> 4), lcol = 8 * ((lane >> 3) & 1);
+  const int lane_off = lrow * S + 16 * warp + lcol;
+
+  // The window: pass 1's result of KS1 consecutive blocks, as pass 2's A fragments.
+  unsigned wh[KS1][C][4], wl[KS1][C][4];
+
+  // Pass 1 on block b (buffer b % 2) into window slot SLOT.
+  auto pass1 = [&](int b, auto slot_c) {
+    constexpr int SLOT = decltype(slot_c)::value;
+    const __half* base = buf0 + (b & 1) * G::kBuf + lane_off;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int s = 0; s < KS2; ++s) {
+        unsigned b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
+        mma_16816(d0, hh[s], b0, b1);
+        mma_16816(d1, hh[s], b2, b3);
+        mma_16816(d0, hl[s], b0, b1);
+        mma_16816(d1, hl[s], b2, b3);
+      }
+      // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
+      // pass 2: (pixel g, rows 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..).
+      split_trunc_half2(d0[0], d0[1], wh[SLOT][c][0], wl[SLOT][c][0]);
+      split_trunc_half2(d0[2], d0[3], wh[SLOT][c][1], wl[SLOT][c][1]);
+      split_trunc_half2(d1[0], d1[1], wh[SLOT][c][2], wl[SLOT][c][2]);
+      split_trunc_half2(d1[2], d1[3], wh[SLOT][c][3], wl[SLOT][c][3]);
+    }
+  };
+
+  // Pass 2 for output block j from the window (slot of block j + s: (P + s)
+  // % KS1), rounded into the warp's staging rows.
+  auto pass2 = [&](auto p_c) {
+    constexpr int P = decltype(p_c)::value;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int s = 0; s < KS1; ++s) {
+          const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
+          mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
+          mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
+          mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+        }
+        // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).
+        std::uint8_t* o = stage + (8 * nt + 2 * t) * G::kOutStride + g * C + c;
+        o[0] = static_cast<std::uint8_t>(float_to_u8(d[0]));
+        o[G::kOutStride] = static_cast<std::uint8_t>(float_to_u8(d[1]));
+        o[8 * C] = static_cast<std::uint8_t>(float_to_u8(d[2]));
+        o[G::kOutStride + 8 * C] = static_cast<std::uint8_t>(float_to_u8(d[3]));
+      }
+    }
+  };
+
+  // The staged output block j to global memory: 16-byte stores where the
+  // warp's 16 pixels lie inside the image, bytes at the right edge.
+  const int xw = x0 + 16 * warp;  // first pixel of this warp's column
+  const bool vec_out = xw + 16 <= width && p.vec16_dst;
+  auto flush = [&](int j) {
+    __syncwarp();
+    const int oy = y0 + 16 * j;
+    if (vec_out) {
+      constexpr int kChunks = 16 * C;  // 16 rows x C 16-byte chunks
+#pragma unroll
+      for (int it = 0; it < (kChunks + 31) / 32; ++it) {
+        const int u = lane + 32 * it;
+        const int r = u / C, q = u - r * C;
+        if (u < kChunks && oy + r < y_lim)
+          *reinterpret_cast<uint4*>(a.dst.row(oy + r) + xw * C + 16 * q) =
+              *reinterpret_cast<const uint4*>(stage + r * G::kOutStride + 16 * q);
+      }
+    } else {
+      const int bytes = min(width - xw, 16) * C;
+      for (int u = lane; u < 16 * 16 * C; u += 32) {
+        const int r = u / (16 * C), e = u - r * (16 * C);
+        if (oy + r < y_lim && e < bytes) a.dst.row(oy + r)[xw * C + e] = stage[r * G::kOutStride + e];
+      }
+    }
+    __syncwarp();  // the staging rows are read before pass 2 writes them again
+  };
+
+  // Prologue: block 0 converted, blocks 1 .. kPrefetch in flight.
+  issue(0);
+  convert(0);
+  for (int b = 1; b <= PF; ++b) issue(b);
+  __syncthreads();
+
+  // A step: convert block b + 1 into the other buffer (its register set is
+  // then free), send block b + 1 + kPrefetch's loads into that set, then the
+  // tensor-core work on block b in one stretch of code without branches, so
+  // that the scheduler can interleave the two passes' product chains.
+  // Warm-up: blocks 0 .. KS1 - 2 into the window.
+  static_for<0, KS1 - 1>([&](auto bc) {
+    constexpr int B = decltype(bc)::value;
+    if (B + 1 < nb) convert(B + 1);
+    issue(B + 1 + PF);
+    pass1(B, bc);
+    __syncthreads();
+  });
+
+  for (int j0 = 0; j0 < nsteps; j0 += KS1) {
+    static_for<0, KS1>([&](auto pc) {
+      constexpr int P = decltype(pc)::value;
+      const int j = j0 + P;
+      if (j < nsteps) {  // uniform over the block
+        const int b = j + KS1 - 1;
+        if (j > 0) flush(j - 1);
+        if (b + 1 < nb) convert(b + 1);
+        issue(b + 1 + PF);
+        pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
+        pass2(pc);
+        __syncthreads();
+      }
+    });
+  }
+  flush(nsteps - 1);
+#else
+  (void)p;
+#endif
+}
+
+}  // namespace pixelkit::detail::cuda_filter
