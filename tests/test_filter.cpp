@@ -428,6 +428,33 @@ std::pair<long long, long long> sweep_device_against_ref(const std::vector<Sweep
   return {differing, total};
 }
 
+/// A 1283x771 RGB image (seed `seed`) filtered with each spec through host
+/// strips (several launches with y ranges): agrees with ref, Gaussians off by
+/// one on at most 0.1% of the elements, and where `path_part` the path names
+/// it; then a sub-view whose rows are not 4-byte aligned, on the device.
+void check_host_strips_and_unaligned_sub_view(std::uint32_t seed, std::initializer_list<const char*> specs,
+                                               const char* path_part) {
+  const Image big = random_image(1283, 771, 3, PixelType::u8, seed);
+  for (const char* spec : specs) {
+    const Kernel k = parse_kernel(spec);
+    const Border b{BorderMode::reflect101, 0};
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Image out(big.width(), big.height(), 3, PixelType::u8);
+    Filter2D f(k, b);
+    f(big, out.view(), o);
+    const Image want = run(Backend::ref, big, k, b);
+    EXPECT_TRUE(agrees(out, want)) << spec << " " << info.path;
+    if (path_part != nullptr) EXPECT_NE(info.path.find(path_part), std::string::npos) << info.path;
+    if (std::string(spec).rfind("gaussian", 0) == 0)
+      EXPECT_LE(count_differing(out, want), static_cast<long long>(big.width()) * big.height() * 3 / 1000) << spec;
+    const ConstImageView sub = big.cview().sub(1, 2, 700, 500);
+    EXPECT_TRUE(agrees(run_device(sub, k, b), run(Backend::ref, sub, k, b))) << spec << " unaligned sub-view";
+  }
+}
+
 TEST(FilterCuda, TensorCoreLargeAndSmallSeparableKernelsAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
@@ -449,24 +476,7 @@ TEST(FilterCuda, TensorCoreLargeAndSmallSeparableKernelsAgreeWithRef) {
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // A large image through host strips (several launches with y ranges), and
   // a sub-view whose rows are not 4-byte aligned (the unaligned load path).
-  const Image big = random_image(1283, 771, 3, PixelType::u8, 77);
-  for (const char* spec : {"gaussian:31", "gaussian:7", "box:13"}) {
-    const Kernel k = parse_kernel(spec);
-    const Border b{BorderMode::reflect101, 0};
-    RunInfo info;
-    Options o;
-    o.backend = Backend::cuda;
-    o.info = &info;
-    Image out(big.width(), big.height(), 3, PixelType::u8);
-    Filter2D f(k, b);
-    f(big, out.view(), o);
-    const Image want = run(Backend::ref, big, k, b);
-    EXPECT_TRUE(agrees(out, want)) << spec << " " << info.path;
-    if (std::string(spec).rfind("gaussian", 0) == 0)
-      EXPECT_LE(count_differing(out, want), static_cast<long long>(big.width()) * big.height() * 3 / 1000) << spec;
-    const ConstImageView sub = big.cview().sub(1, 2, 700, 500);
-    EXPECT_TRUE(agrees(run_device(sub, k, b), run(Backend::ref, sub, k, b))) << spec << " unaligned sub-view";
-  }
+  check_host_strips_and_unaligned_sub_view(77, {"gaussian:31", "gaussian:7", "box:13"}, nullptr);
 }
 
 TEST(FilterCuda, TensorCoreBlocksWalkSeveralTiles) {
@@ -528,25 +538,7 @@ TEST(FilterCuda, TensorCoreStreamingSeparableKernelsAgreeWithRef) {
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // A large image through host strips (several launches with y ranges), and
   // a sub-view whose rows are not 4-byte aligned (every block on the edge path).
-  const Image big = random_image(1283, 771, 3, PixelType::u8, 78);
-  for (const char* spec : {"gaussian:31", "gaussian:9", "box:13"}) {
-    const Kernel k = parse_kernel(spec);
-    const Border b{BorderMode::reflect101, 0};
-    RunInfo info;
-    Options o;
-    o.backend = Backend::cuda;
-    o.info = &info;
-    Image out(big.width(), big.height(), 3, PixelType::u8);
-    Filter2D f(k, b);
-    f(big, out.view(), o);
-    const Image want = run(Backend::ref, big, k, b);
-    EXPECT_TRUE(agrees(out, want)) << spec << " " << info.path;
-    if (tc) EXPECT_NE(info.path.find("tensor cores streaming"), std::string::npos) << info.path;
-    if (std::string(spec).rfind("gaussian", 0) == 0)
-      EXPECT_LE(count_differing(out, want), static_cast<long long>(big.width()) * big.height() * 3 / 1000) << spec;
-    const ConstImageView sub = big.cview().sub(1, 2, 700, 500);
-    EXPECT_TRUE(agrees(run_device(sub, k, b), run(Backend::ref, sub, k, b))) << spec << " unaligned sub-view";
-  }
+  check_host_strips_and_unaligned_sub_view(78, {"gaussian:31", "gaussian:9", "box:13"}, tc ? "tensor cores streaming" : nullptr);
 }
 
 TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {

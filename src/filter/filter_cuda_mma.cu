@@ -5,6 +5,7 @@
 // the other paths.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <cuda_fp16.h>
 
@@ -90,6 +91,23 @@ MmaKernelInfo stream_pick(int ks1, int ks2) {
   return ks2 <= 2 ? stream_info<C, 3, 2>() : stream_info<C, 3, 3>();
 }
 
+/// The sides both separable tensor-core kernels share (taps, radii, the
+/// 4-aligned tile start) and their factors, copied; false if a factor is not
+/// finite or exceeds `limit` in magnitude.
+template <typename K>
+bool set_factors(K& k, const float* row, int nx, const float* col, int ny, float limit) {
+  k.nx = nx;
+  k.ny = ny;
+  k.rx = nx / 2;
+  k.ry = ny / 2;
+  k.ral = (k.rx + 3) & ~3;
+  for (int i = 0; i < nx; ++i)
+    if (!std::isfinite(k.row[i] = row[i]) || std::fabs(row[i]) > limit) return false;
+  for (int i = 0; i < ny; ++i)
+    if (!std::isfinite(k.col[i] = col[i]) || std::fabs(col[i]) > limit) return false;
+  return true;
+}
+
 /// Sum of |c - hi - lo| over n coefficients split into fp16 hi + lo as the
 /// kernels split them (both rounded to nearest), and sum of |c|.
 void split_miss(const float* c, int n, double* missed, double* l1) {
@@ -113,19 +131,7 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
       !(border.value >= 0.0f && border.value <= 255.0f && std::nearbyint(border.value) == border.value))
     return false;
   MmaStreamCoeffs k{};
-  k.nx = nx;
-  k.ny = ny;
-  k.rx = nx / 2;
-  k.ry = ny / 2;
-  k.ral = (k.rx + 3) & ~3;
-  for (int i = 0; i < nx; ++i) {
-    k.row[i] = row[i];
-    if (!std::isfinite(row[i]) || std::fabs(row[i]) > 32768.0f) return false;
-  }
-  for (int i = 0; i < ny; ++i) {
-    k.col[i] = col[i];
-    if (!std::isfinite(col[i]) || std::fabs(col[i]) > 32768.0f) return false;
-  }
+  if (!set_factors(k, row, nx, col, ny, 32768.0f)) return false;
   double miss_r = 0, l1_r = 0, miss_c = 0, l1_c = 0;
   split_miss(k.row, nx, &miss_r, &l1_r);
   split_miss(k.col, ny, &miss_c, &l1_c);
@@ -158,15 +164,7 @@ bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, con
   if (nx < 1 || ny < 1 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
   if (!border_exact_in_fp16(border)) return false;
   MmaSepCoeffs k{};
-  k.nx = nx;
-  k.ny = ny;
-  k.rx = nx / 2;
-  k.ry = ny / 2;
-  k.ral = (k.rx + 3) & ~3;
-  for (int i = 0; i < nx; ++i)
-    if (!std::isfinite(k.row[i] = row[i])) return false;
-  for (int i = 0; i < ny; ++i)
-    if (!std::isfinite(k.col[i] = col[i])) return false;
+  if (!set_factors(k, row, nx, col, ny, std::numeric_limits<float>::infinity())) return false;
   const int er = normalise(k.row, nx);
   const int ec = normalise(k.col, ny);
   k.out_scale = std::ldexp(1.0f, -(er + ec));

@@ -77,10 +77,7 @@ constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block eac
 /// steps otherwise take the same time).
 constexpr int kEdgeSegFactor = 4;
 /// Blocks of input rows in flight in registers (1 or 2) while one is used.
-#ifndef PIXELKIT_MMA_STREAM_PF
-#define PIXELKIT_MMA_STREAM_PF 2
-#endif
-constexpr int kPrefetch = PIXELKIT_MMA_STREAM_PF;
+constexpr int kPrefetch = 2;
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
 constexpr int min_blocks_per_sm(int channels, int ks1) { return channels * ks1 <= 6 ? 3 : 2; }
