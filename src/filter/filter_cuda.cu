@@ -8,8 +8,8 @@
 //                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
 //   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
-//       level; sides <= 7 only below 16 M         filter_cuda_mma_stream.cuh, sm_80 up
-//       pixels                                    (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
+//       level                                     filter_cuda_mma_stream.cuh, sm_80 up
+//                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
 //                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
@@ -161,20 +161,19 @@ class CudaFilterImpl final : public CudaFilter {
       for (int i = 0; i < kw_; ++i) sep_.row[i] = kernel.row[static_cast<std::size_t>(i)];
       for (int i = 0; i < kh_; ++i) sep_.col[i] = kernel.col[static_cast<std::size_t>(i)];
     }
-    // The streaming tensor-core kernel (filter_cuda_mma_stream.cuh; run 11
-    // of the notes, H100, RGB u8, 720p to 8K) takes u8 separable kernels
-    // above 3x3: faster than every other path at every size for sides 9..31
-    // (8K gaussian:9 0.210 -> 0.159 ms, gaussian:31 0.375 -> 0.233; 1080p
-    // 0.0271 -> 0.0171, 0.0387 -> 0.0249) and for 5x5 and 7x7 up to 4K;
-    // at 8K those two stay where they were (the dense tensor-core kernel:
-    // 0.157 / 0.155 against 0.159 / 0.159), so sides up to 7 leave it from
-    // kStreamMaxSmallPx pixels up.
+    // The streaming tensor-core kernel (filter_cuda_mma_stream.cuh; runs 11
+    // and 12 of the notes, H100, RGB u8, 720p to 8K) takes u8 separable
+    // kernels above 3x3: faster than every other path at every size (8K
+    // gaussian:9 0.210 -> 0.130 ms, gaussian:31 0.375 -> 0.224; 1080p
+    // 0.0271 -> 0.0158, 0.0387 -> 0.0249). 5x5 and 7x7 at 8K: 0.130 against
+    // the dense tensor-core kernel's 0.156 / 0.153 (run 12; before its
+    // staging fix the streaming kernel was 1-3% slower there and they kept
+    // the dense kernel from 16 M pixels up).
     const MmaPolicy policy = mma_policy();
     mma_stream_ = MmaStreamCoeffs{};
     mma_stream_ok_ = kernel.separable &&
                      (policy == MmaPolicy::stream || (policy == MmaPolicy::automatic && kw_ * kh_ > 9)) &&
                      make_mma_stream_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_stream_);
-    mma_stream_max_px_ = policy == MmaPolicy::automatic && kw_ <= 7 && kh_ <= 7 ? kStreamMaxSmallPx : -1;
     // The tiled separable tensor-core kernel where it beat the FP32 passes
     // (run 8, same machine, 1080p / 4K / 8K): their time hardly depends on
     // the taps within a k-step class, so they win from gaussian:13 up while
@@ -311,8 +310,7 @@ class CudaFilterImpl final : public CudaFilter {
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
       }
-      const long long image_px = static_cast<long long>(src.width) * src.height;
-      if (mma_stream_ok_ && tensor_cores() && (mma_stream_max_px_ < 0 || image_px < mma_stream_max_px_)) {
+      if (mma_stream_ok_ && tensor_cores()) {
         // One block per strip and segment, one wave in all: segments as
         // tall as that allows, in whole 16-row steps.
         MmaStreamParams p{};
@@ -495,10 +493,6 @@ class CudaFilterImpl final : public CudaFilter {
   MmaSepCoeffs mma_{};
   bool mma_stream_ok_ = false;
   MmaStreamCoeffs mma_stream_{};
-  long long mma_stream_max_px_ = -1;  ///< take the streaming kernel below this many pixels; -1: any size
-  /// Images from this size (8K: 33 M pixels; 4K: 8.3 M) keep 5x5 and 7x7
-  /// separable kernels on the dense tensor-core / tiled kernels.
-  static constexpr long long kStreamMaxSmallPx = 16LL << 20;
   bool stream_ok_ = false;
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word

@@ -51,9 +51,10 @@
 // loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
 // for, so their segments are shorter (kEdgeSegFactor).
 //
-// Measured (H100, RGB u8, notes run 11): 8K gaussian:9 0.159 ms (0.210 on
-// the FP32 separable kernel before), gaussian:17 0.161 (0.258), gaussian:31
-// 0.230 (0.375); 1080p 0.0172 / 0.0184 / 0.0255.
+// Measured (H100, RGB u8, notes runs 11 and 12): 8K gaussian:9 0.130 ms
+// (0.210 on the FP32 separable kernel before), gaussian:17 0.131 (0.258),
+// gaussian:31 0.224 (0.375); 1080p 0.0158 / 0.0170 / 0.0250. Run 12 was the
+// staging stride alone (kOutStride): 0.160 -> 0.130 ms at 8K gaussian:9.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +106,7 @@ struct MmaStreamParams {
 
 template <int C, int KS1, int KS2>
 struct MmaStreamGeom {
+  static constexpr int out_stride(int s) { return (s / 2) % 32 == 8 || (s / 2) % 32 == 24 ? s : out_stride(s + 16); }
   static constexpr int kSW = mma_stream_tuning::kStripPx;
   static constexpr int kWIn = kSW - 16 + 16 * KS2;  ///< tile columns (pixels) per channel
   /// Row stride in halves: an odd number of 16-byte units, so the 8 rows of
@@ -112,10 +114,16 @@ struct MmaStreamGeom {
   static constexpr int kS = (kWIn / 8) % 2 == 0 ? kWIn + 8 : kWIn;
   static constexpr int kPlane = 16 * kS;   ///< halves per channel plane of a 16-row block
   static constexpr int kBuf = C * kPlane;  ///< halves per buffer
-  static constexpr int kOutStride = 16 * C + 16;  ///< bytes per staged output row (16-aligned)
+  /// Bytes per staged output row: a multiple of 16 (16-byte flush loads) at
+  /// least 16 C whose even rows 2t (t = 0..3, the lanes of one byte store in
+  /// pass 2) start in four different 8-bank groups, so that those stores are
+  /// free of bank conflicts: 16, 48, 80 bytes for 1, 3, 4 channels (16 C + 16
+  /// put the four rows of C = 3 in one bank: 4-way conflicts).
+  static constexpr int kOutStride = out_stride(16 * C);
   static constexpr int kOutBytes = 16 * kOutStride;  ///< one warp's staging
   static constexpr int kSmemBytes = 2 * kBuf * 2 + mma_stream_tuning::kWarps * kOutBytes;
   static_assert(kWIn / 4 <= 32, "one lane per 4-pixel unit of a tile row");
+  static_assert(kOutStride % 16 == 0 && kOutStride >= 16 * C, "16-byte flush of 16 C bytes a row");
 };
 
 /// This thread's B fragments (hi and lo) of k-step s, n-tile nt of the
