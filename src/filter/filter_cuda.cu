@@ -6,7 +6,7 @@
 //       destination 16-byte aligned, constant     strips row by row, filter_cuda_stream.cuh, sm_80
 //       border value a whole grey level           up (PIXELKIT_CUDA_FILTER_STREAM=off: never;
 //                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
-//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2>: tensor
+//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
 //       level                                     filter_cuda_mma_stream.cuh, sm_80 up
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8

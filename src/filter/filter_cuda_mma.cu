@@ -79,14 +79,23 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo) {
   }
 }
 
-template <int C, int KS1, int KS2>
+template <int C, int KS1, int KS2, bool HALF = false>
 MmaKernelInfo stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2>),
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF>),
           MmaStreamGeom<C, KS1, KS2>::kSmemBytes};
 }
 
+// The half-step rule at the sides it is meant for (shift = ral - rx).
+static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(9, 0) && !mma_stream_half(11, 3) &&
+                  !mma_stream_half(17, 0) && mma_stream_half(19, 3) && mma_stream_half(25, 0) &&
+                  !mma_stream_half(27, 3) && mma_stream_half(5, 0) && !mma_stream_half(11, 0),
+              "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
+
 template <int C>
-MmaKernelInfo stream_pick(int ks1, int ks2) {
+MmaKernelInfo stream_pick(int ks1, int ks2, bool half) {
+  // Half last steps only where both passes take the same k-steps (square
+  // kernels: gaussian 5..9 and 19..25), to bound the instances built.
+  if (half && ks1 == ks2) return ks1 <= 2 ? stream_info<C, 2, 2, true>() : stream_info<C, 3, 3, true>();
   if (ks1 <= 2) return ks2 <= 2 ? stream_info<C, 2, 2>() : stream_info<C, 2, 3>();
   return ks2 <= 2 ? stream_info<C, 3, 2>() : stream_info<C, 3, 3>();
 }
@@ -152,10 +161,11 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
 
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
+  const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   switch (channels) {
-    case 1: return stream_pick<1>(ks1, ks2);
-    case 3: return stream_pick<3>(ks1, ks2);
-    default: return stream_pick<4>(ks1, ks2);
+    case 1: return stream_pick<1>(ks1, ks2, half);
+    case 3: return stream_pick<3>(ks1, ks2, half);
+    default: return stream_pick<4>(ks1, ks2, half);
   }
 }
 

@@ -1,7 +1,8 @@
 // Separable u8 filter on the tensor cores, streaming down column strips:
-// separable_mma_stream_kernel<C, KS1, KS2> (mma.sync m16n8k16, fp16
-// operands, fp32 accumulation). The path for u8 separable kernels from 5x5
-// up (docs/notes-filter-cuda.md, run 11).
+// separable_mma_stream_kernel<C, KS1, KS2, HALF> (mma.sync m16n8k16 and, for
+// a last k-step that reaches only 8 k, m16n8k8; fp16 operands, fp32
+// accumulation). The path for u8 separable kernels from 5x5 up
+// (docs/notes-filter-cuda.md, runs 11 to 13).
 //
 // Why. The tiled tensor-core kernel (filter_cuda_mma.cuh) moves each tile
 // through shared memory three times (input, intermediate hi/lo, output),
@@ -51,10 +52,12 @@
 // loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
 // for, so their segments are shorter (kEdgeSegFactor).
 //
-// Measured (H100, RGB u8, notes runs 11 and 12): 8K gaussian:9 0.130 ms
+// Measured (H100, RGB u8, notes runs 11 to 13): 8K gaussian:9 0.121 ms
 // (0.210 on the FP32 separable kernel before), gaussian:17 0.131 (0.258),
-// gaussian:31 0.224 (0.375); 1080p 0.0158 / 0.0170 / 0.0250. Run 12 was the
-// staging stride alone (kOutStride): 0.160 -> 0.130 ms at 8K gaussian:9.
+// gaussian:25 0.205 (0.358), gaussian:31 0.224 (0.375); 1080p gaussian:9
+// 0.0158, gaussian:31 0.0250. Run 12 was the staging stride alone
+// (kOutStride: 0.160 -> 0.130 ms at 8K gaussian:9), run 13 the half last
+// k-step (HALF: 0.131 -> 0.121).
 #pragma once
 
 #include <cstdint>
@@ -83,6 +86,13 @@ constexpr int kPrefetch = 2;
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
 constexpr int min_blocks_per_sm(int channels, int ks1) { return channels * ks1 <= 6 ? 3 : 2; }
 }  // namespace mma_stream_tuning
+
+/// The last k-step of a pass of n taps whose band starts `shift` columns in
+/// reaches only its first 8 k (the band covers 16 + n - 1 + shift columns):
+/// gaussian 5..9 and 19..25 in both passes.
+__host__ __device__ constexpr bool mma_stream_half(int n, int shift) {
+  return 15 + n + shift - 16 * (mma_ksteps(n, shift) - 1) <= 8;
+}
 
 /// Coefficients as given (not scaled) and the tile's alignment.
 struct MmaStreamCoeffs {
@@ -230,8 +240,10 @@ struct MmaStreamLoads {
 };
 
 /// The separable filter (see the header comment). One block per (strip,
-/// segment); blockIdx.x = segment * strips + strip.
-template <int C, int KS1, int KS2>
+/// segment); blockIdx.x = segment * strips + strip. HALF: in both passes the
+/// band of the last k-step ends within its first 8 k (mma_stream_half): that
+/// step runs as m16n8k8 products on the first half of its operands.
+template <int C, int KS1, int KS2, bool HALF>
 __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1))
     separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -321,9 +333,11 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp); });
   };
 
-  // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15).
+  // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15);
+  // x2 (a half step): (rows 0-7, columns 0-7), (rows 8-15, columns 0-7).
   const int lrow = (lane & 7) + 8 * (lane >> 4), lcol = 8 * ((lane >> 3) & 1);
   const int lane_off = lrow * S + 16 * warp + lcol;
+  [[maybe_unused]] const int lane_off_x2 = ((lane & 7) + 8 * ((lane >> 3) & 1)) * S + 16 * warp;
 
   // The window: pass 1's result of KS1 consecutive blocks, as pass 2's A fragments.
   unsigned wh[KS1][C][4], wl[KS1][C][4];
@@ -337,12 +351,21 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int s = 0; s < KS2; ++s) {
-        unsigned b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
-        mma_16816(d0, hh[s], b0, b1);
-        mma_16816(d1, hh[s], b2, b3);
-        mma_16816(d0, hl[s], b0, b1);
-        mma_16816(d1, hl[s], b2, b3);
+        if (HALF && s == KS2 - 1) {  // columns 16 s .. 16 s + 7 only
+          unsigned b0, b2;
+          ldsm_x2(b0, b2, buf0 + (b & 1) * G::kBuf + lane_off_x2 + c * G::kPlane + 16 * s);
+          mma_1688(d0, hh[s][0], hh[s][1], b0);
+          mma_1688(d1, hh[s][0], hh[s][1], b2);
+          mma_1688(d0, hl[s][0], hl[s][1], b0);
+          mma_1688(d1, hl[s][0], hl[s][1], b2);
+        } else {
+          unsigned b0, b1, b2, b3;
+          ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
+          mma_16816(d0, hh[s], b0, b1);
+          mma_16816(d1, hh[s], b2, b3);
+          mma_16816(d0, hl[s], b0, b1);
+          mma_16816(d1, hl[s], b2, b3);
+        }
       }
       // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
       // pass 2: (pixel g, rows 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..).
@@ -365,9 +388,15 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 #pragma unroll
         for (int s = 0; s < KS1; ++s) {
           const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
-          mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
-          mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
-          mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+          if (HALF && s == KS1 - 1) {  // input rows 16 s .. 16 s + 7 only
+            mma_1688(d, wh[slot][c][0], wh[slot][c][1], vh[s][nt][0]);
+            mma_1688(d, wl[slot][c][0], wl[slot][c][1], vh[s][nt][0]);
+            mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
+          } else {
+            mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
+            mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
+            mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+          }
         }
         // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).
         std::uint8_t* o = stage + (8 * nt + 2 * t) * G::kOutStride + g * C + c;
