@@ -24,6 +24,9 @@
 //     V_s[k][o] = col[16 s + k - o]  (Toeplitz, built once per thread),
 //   where D1 block b holds input rows y0 - ry + 16 b .. + 15 of the segment
 //   starting at output row y0, so output block j uses D1 blocks j .. j + KS1 - 1.
+// Where both bands end within the first 8 k of their last k-step (HALF:
+// sides 5..9 and 19..25), that step is m16n8k8 on the first half of the
+// same operand registers (A: registers 0, 1; B: register 0).
 //
 // Accuracy (FP32-class). u8 values are exact in fp16; coefficients are split
 // into fp16 hi + lo (22 significant bits; not scaled, so that no multiply is
