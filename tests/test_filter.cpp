@@ -530,6 +530,12 @@ TEST(FilterCuda, TensorCoreStreamingSeparableKernelsAgreeWithRef) {
   kernels.push_back(Kernel::from_factors({0.25f, -0.5f, 1.0f, 0.75f, -0.125f}, std::vector<float>(31, 1.0f / 31), "5x31"));
   kernels.push_back(Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {0.3f, 0.4f, 0.3f}, "31x3"));
   kernels.push_back(Kernel::from_factors({1, 2, 3, 4, 5, 4, 3, 2, 1}, {0.1f, 0.2f, 0.4f, 0.2f, 0.1f}, "9x5 (sum 2.5)"));
+  // Factors exact in fp16 (no lo products: OpenCV's fixed Gaussians 5..9 above,
+  // and this non-square one), and a 7x7 Gaussian whose factors are not.
+  kernels.push_back(Kernel::from_factors({1.0f / 32, 2.0f / 32, 3.0f / 32, 4.0f / 32, 5.0f / 32, 4.0f / 32, 3.0f / 32,
+                                          2.0f / 32, 1.0f / 32},
+                                         {0.125f, 0.25f, 0.25f, 0.25f, 0.125f}, "9x5 fp16-exact"));
+  kernels.push_back(Kernel::gaussian(7, 1.3));
   const std::vector<SweepSize> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {65, 33, 3},
                                         {130, 97, 4}, {129, 64, 3}, {80, 17, 1}, {47, 100, 3}};
   const auto [differing, total] =
@@ -573,6 +579,19 @@ TEST(FilterCuda, TensorCoreStreamingIsTheAutomaticPathForSeparableKernelsAbove3x
     std::string path;
     EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
     EXPECT_EQ(path.find("tensor cores streaming") != std::string::npos, want && tc) << spec << " " << path;
+  }
+  // Factors exact in fp16 skip the lo products (run 14): OpenCV's fixed
+  // Gaussians 5..9; not a Gaussian with its own sigma, nor box:N (1/N).
+  if (tc) {
+    for (const auto& [spec, exact] : {std::pair{"gaussian:5", true}, std::pair{"gaussian:7", true},
+                                      std::pair{"gaussian:9", true}, std::pair{"gaussian:9:1.5", false},
+                                      std::pair{"gaussian:11", false}, std::pair{"box:7", false}}) {
+      std::string path;
+      const Kernel k = parse_kernel(spec);
+      EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
+      EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << spec << " " << path;
+      EXPECT_EQ(path.find("fp16-exact factors") != std::string::npos, exact) << spec << " " << path;
+    }
   }
   // 16384 x 1024 = 16.8 M pixels (until run 12, 5x5 and 7x7 left the streaming kernel from 16 M).
   const Image big = clone(random_image(16384, 1024, 1, PixelType::u8, 10).cview(), Memory::device);

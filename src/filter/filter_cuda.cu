@@ -317,7 +317,6 @@ class CudaFilterImpl final : public CudaFilter {
         p.a = args<T>(src, dst, y_begin, y_end, 4);
         p.k = mma_stream_;
         p.vec16_dst = aligned(dst.data, dst.pitch, 16);
-        p.border_word = border_.mode == BorderMode::constant ? static_cast<unsigned>(border_.value) * 0x01010101u : 0u;
         const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
@@ -332,7 +331,8 @@ class CudaFilterImpl final : public CudaFilter {
         const long long blocks = static_cast<long long>(n_int) * p.segs + n_edge * edge_segs;
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
-        return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+        return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) +
+               (mma_stream_.lo ? "" : " fp16-exact factors") + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.

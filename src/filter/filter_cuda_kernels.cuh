@@ -47,6 +47,19 @@ struct FilterArgs {
   bool vec_dst;         ///< dst base and pitch allow the kernel's vector stores
 };
 
+/// The border as the byte kernels hold it (the row-streaming and streaming
+/// tensor-core kernels load rows as bytes): false for a constant value that
+/// is not a whole grey level 0..255; else `word` is that value in each byte
+/// (0 for the other modes).
+inline bool byte_border_word(const Border& border, unsigned* word) {
+  *word = 0u;
+  if (border.mode != BorderMode::constant) return true;
+  const float v = border.value;
+  if (!(v >= 0.0f && v <= 255.0f) || static_cast<float>(static_cast<int>(v)) != v) return false;
+  *word = static_cast<unsigned>(v) * 0x01010101u;
+  return true;
+}
+
 struct DenseCoeffs {
   int kw, kh;
   float c[kMaxSide * kMaxSide];  ///< row-major kh x kw

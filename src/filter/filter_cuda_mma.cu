@@ -79,9 +79,9 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo) {
   }
 }
 
-template <int C, int KS1, int KS2, bool HALF = false>
+template <int C, int KS1, int KS2, bool HALF = false, bool LO = true>
 MmaKernelInfo stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF>),
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO>),
           MmaStreamGeom<C, KS1, KS2>::kSmemBytes};
 }
 
@@ -92,10 +92,13 @@ static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(
               "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
 
 template <int C>
-MmaKernelInfo stream_pick(int ks1, int ks2, bool half) {
+MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo) {
   // Half last steps only where both passes take the same k-steps (square
-  // kernels: gaussian 5..9 and 19..25), to bound the instances built.
-  if (half && ks1 == ks2) return ks1 <= 2 ? stream_info<C, 2, 2, true>() : stream_info<C, 3, 3, true>();
+  // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
+  // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
+  // binomials), to bound the instances built.
+  if (half && ks1 == ks2 && ks1 <= 2) return lo ? stream_info<C, 2, 2, true>() : stream_info<C, 2, 2, true, false>();
+  if (half && ks1 == ks2) return stream_info<C, 3, 3, true>();
   if (ks1 <= 2) return ks2 <= 2 ? stream_info<C, 2, 2>() : stream_info<C, 2, 3>();
   return ks2 <= 2 ? stream_info<C, 3, 2>() : stream_info<C, 3, 3>();
 }
@@ -136,14 +139,17 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
                             MmaStreamCoeffs* out) {
   if (nx < 3 || ny < 3 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
   // A constant border enters the loaded rows as a byte: a whole grey level.
-  if (border.mode == BorderMode::constant &&
-      !(border.value >= 0.0f && border.value <= 255.0f && std::nearbyint(border.value) == border.value))
-    return false;
   MmaStreamCoeffs k{};
+  if (!byte_border_word(border, &k.border_word)) return false;
   if (!set_factors(k, row, nx, col, ny, 32768.0f)) return false;
   double miss_r = 0, l1_r = 0, miss_c = 0, l1_c = 0;
   split_miss(k.row, nx, &miss_r, &l1_r);
   split_miss(k.col, ny, &miss_c, &l1_c);
+  k.lo = false;
+  for (int i = 0; i < nx + ny; ++i) {
+    const float c = i < nx ? k.row[i] : k.col[i - nx];
+    if (__half2float(__float2half_rn(c)) != c) k.lo = true;
+  }
   // The intermediate (|v| <= 255 * sum |row|) enters pass 2 as fp16 hi + lo:
   // keep it well inside fp16's range (65504).
   if (255.0 * l1_r > 16384.0) return false;
@@ -163,9 +169,9 @@ MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
   const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   switch (channels) {
-    case 1: return stream_pick<1>(ks1, ks2, half);
-    case 3: return stream_pick<3>(ks1, ks2, half);
-    default: return stream_pick<4>(ks1, ks2, half);
+    case 1: return stream_pick<1>(ks1, ks2, half, k.lo);
+    case 3: return stream_pick<3>(ks1, ks2, half, k.lo);
+    default: return stream_pick<4>(ks1, ks2, half, k.lo);
   }
 }
 

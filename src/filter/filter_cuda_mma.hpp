@@ -47,9 +47,9 @@ MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
 bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                             MmaStreamCoeffs* out);
 
-/// separable_mma_stream_kernel<C, KS1, KS2, HALF> for 1, 3 or 4 channels and
-/// these coefficients (its k-steps, and whether the last one is half, follow
-/// from them).
+/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO> for 1, 3 or 4 channels
+/// and these coefficients (its k-steps, whether the last one is half and
+/// whether the lo products run follow from them).
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);
 
 }  // namespace pixelkit::detail::cuda_filter

@@ -1,8 +1,8 @@
 // Separable u8 filter on the tensor cores, streaming down column strips:
-// separable_mma_stream_kernel<C, KS1, KS2, HALF> (mma.sync m16n8k16 and, for
-// a last k-step that reaches only 8 k, m16n8k8; fp16 operands, fp32
+// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO> (mma.sync m16n8k16 and,
+// for a last k-step that reaches only 8 k, m16n8k8; fp16 operands, fp32
 // accumulation). The path for u8 separable kernels from 5x5 up
-// (docs/notes-filter-cuda.md, runs 11 to 13).
+// (docs/notes-filter-cuda.md, runs 11 to 14).
 //
 // Why. The tiled tensor-core kernel (filter_cuda_mma.cuh) moves each tile
 // through shared memory three times (input, intermediate hi/lo, output),
@@ -33,7 +33,11 @@
 // needed per output: lo may be subnormal, which costs at most 2^-25 per
 // coefficient and the host checks the sum against the FP32 kernels' own
 // rounding). Pass 1 forms hi*x + lo*x; its fp32 result is split into hi + lo
-// again and pass 2 forms Dhi*Vhi + Dlo*Vhi + Dhi*Vlo.
+// again and pass 2 forms Dhi*Vhi + Dlo*Vhi + Dhi*Vlo. Where every factor is
+// exact in fp16 (LO false; built for sides 5..9, such as OpenCV's fixed
+// Gaussians 5, 7, 9 and binomials), the lo coefficient parts are zero and
+// their products are left out: pass 1 forms hi*x alone, pass 2 Dhi*Vhi +
+// Dlo*Vhi, with the same result to the last bit.
 //
 // Work. A block of kWarps warps owns a strip of 16 * kWarps output pixels
 // (all channels) and a segment of output rows (shorter ones in the first and
@@ -55,12 +59,13 @@
 // loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
 // for, so their segments are shorter (kEdgeSegFactor).
 //
-// Measured (H100, RGB u8, notes runs 11 to 13): 8K gaussian:9 0.121 ms
+// Measured (H100, RGB u8, notes runs 11 to 14): 8K gaussian:9 0.116 ms
 // (0.210 on the FP32 separable kernel before), gaussian:17 0.131 (0.258),
-// gaussian:25 0.205 (0.358), gaussian:31 0.224 (0.375); 1080p gaussian:9
-// 0.0158, gaussian:31 0.0250. Run 12 was the staging stride alone
+// gaussian:25 0.203 (0.358), gaussian:31 0.223 (0.375); 1080p gaussian:9
+// 0.0153, gaussian:31 0.0251. Run 12 was the staging stride alone
 // (kOutStride: 0.160 -> 0.130 ms at 8K gaussian:9), run 13 the half last
-// k-step (HALF: 0.131 -> 0.121).
+// k-step (HALF: 0.131 -> 0.121), run 14 the exact factors (LO false:
+// 0.122 -> 0.117).
 #pragma once
 
 #include <cstdint>
@@ -104,6 +109,8 @@ struct MmaStreamCoeffs {
   int ral;        ///< rx rounded up to 4: tile column 0 is image pixel x0 - ral
   float row[32];  ///< horizontal factors
   float col[32];  ///< vertical factors
+  bool lo;        ///< a factor is not exact in fp16: the lo products run (the LO kernels)
+  unsigned border_word;  ///< a constant border's value (a whole grey level) in each byte
 };
 
 struct MmaStreamParams {
@@ -113,7 +120,6 @@ struct MmaStreamParams {
   int segs;            ///< segments of each interior strip
   int seg_rows;        ///< output rows per segment of an interior strip, a multiple of 16
   int edge_seg_rows;   ///< the same for the first and last strip (shorter: see kEdgeSegFactor)
-  unsigned border_word;  ///< a constant border's value (a whole grey level) in each byte
   bool vec16_dst; ///< dst base and pitch are 16-byte aligned
 };
 
@@ -208,7 +214,7 @@ struct MmaStreamLoads {
       const int sy = rows ? yb + r : border_index(yb + r, a.src.height, a.mode);
       if (sy < 0) {
 #pragma unroll
-        for (int i = 0; i < C; ++i) w[j][i] = p.border_word;
+        for (int i = 0; i < C; ++i) w[j][i] = p.k.border_word;
       } else if (cols) {
         const unsigned* src = reinterpret_cast<const unsigned*>(a.src.row(sy) + x * C);
 #pragma unroll
@@ -222,7 +228,7 @@ struct MmaStreamLoads {
         for (int e = 0; e < 4; ++e)
 #pragma unroll
           for (int c = 0; c < C; ++c) {
-            const unsigned b = off[e] < 0 ? (p.border_word & 0xFFu) : __ldg(row + off[e] + c);
+            const unsigned b = off[e] < 0 ? (p.k.border_word & 0xFFu) : __ldg(row + off[e] + c);
             v[(e * C + c) / 4] |= b << (8 * ((e * C + c) % 4));
           }
 #pragma unroll
@@ -245,8 +251,10 @@ struct MmaStreamLoads {
 /// The separable filter (see the header comment). One block per (strip,
 /// segment); blockIdx.x = segment * strips + strip. HALF: in both passes the
 /// band of the last k-step ends within its first 8 k (mma_stream_half): that
-/// step runs as m16n8k8 products on the first half of its operands.
-template <int C, int KS1, int KS2, bool HALF>
+/// step runs as m16n8k8 products on the first half of its operands. LO: some
+/// factor has an fp16 lo part (MmaStreamCoeffs::lo); without it the products
+/// with the coefficients' lo parts (all zero) are left out.
+template <int C, int KS1, int KS2, bool HALF, bool LO = true>
 __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1))
     separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -295,6 +303,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   __syncthreads();
 
   // Toeplitz fragments of both passes, once per thread.
+  // (Without LO the lo fragments are zero and unused: the compiler drops them.)
   unsigned hh[KS2][4], hl[KS2][4];
 #pragma unroll
   for (int s = 0; s < KS2; ++s) toeplitz_fragment(hh[s], hl[s], k.row, k.nx, s, shift, lane);
@@ -359,15 +368,19 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
           ldsm_x2(b0, b2, buf0 + (b & 1) * G::kBuf + lane_off_x2 + c * G::kPlane + 16 * s);
           mma_1688(d0, hh[s][0], hh[s][1], b0);
           mma_1688(d1, hh[s][0], hh[s][1], b2);
-          mma_1688(d0, hl[s][0], hl[s][1], b0);
-          mma_1688(d1, hl[s][0], hl[s][1], b2);
+          if (LO) {
+            mma_1688(d0, hl[s][0], hl[s][1], b0);
+            mma_1688(d1, hl[s][0], hl[s][1], b2);
+          }
         } else {
           unsigned b0, b1, b2, b3;
           ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
           mma_16816(d0, hh[s], b0, b1);
           mma_16816(d1, hh[s], b2, b3);
-          mma_16816(d0, hl[s], b0, b1);
-          mma_16816(d1, hl[s], b2, b3);
+          if (LO) {
+            mma_16816(d0, hl[s], b0, b1);
+            mma_16816(d1, hl[s], b2, b3);
+          }
         }
       }
       // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
@@ -394,11 +407,11 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
           if (HALF && s == KS1 - 1) {  // input rows 16 s .. 16 s + 7 only
             mma_1688(d, wh[slot][c][0], wh[slot][c][1], vh[s][nt][0]);
             mma_1688(d, wl[slot][c][0], wl[slot][c][1], vh[s][nt][0]);
-            mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
+            if (LO) mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
           } else {
             mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
             mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
-            mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+            if (LO) mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
           }
         }
         // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).

@@ -33,11 +33,7 @@ StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel) {
 bool make_stream_coeffs(const Kernel& kernel, const Border& border, const StreamKernelInfo& info, StreamParams* p) {
   if (info.fn == nullptr) return false;
   unsigned v = 0;
-  if (border.mode == BorderMode::constant) {
-    const float b = border.value;
-    if (!(b >= 0.0f && b <= 255.0f) || std::nearbyint(b) != b) return false;
-    v = static_cast<unsigned>(b) * 0x01010101u;
-  }
+  if (!byte_border_word(border, &v)) return false;
   for (float c : kernel.coeffs)
     if (!std::isfinite(c)) return false;
   p->border_word = v;
