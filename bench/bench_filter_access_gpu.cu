@@ -4,9 +4,12 @@
 // run 14's "Next": the streaming kernels stop near 2 TB/s where a copy reaches
 // 3 TB/s; which part of the walk costs it?).
 //
-//   bench_filter_access_gpu [--quick] [--size WxH]... [--runs N]
+//   bench_filter_access_gpu [--quick] [--size WxH]... [--runs N] [--blocks-per-sm M]
 //
-// Sizes 7680x4320 and 3840x2160 (--quick: 7680x4320 only).
+// Sizes 7680x4320 and 3840x2160 (--quick: 7680x4320 only). --blocks-per-sm:
+// the one-wave rows launch M blocks per SM instead of as many as fit (the
+// streaming tensor-core kernel runs 3 blocks of 4 warps, i.e. 12 warps per SM;
+// with 32-thread blocks, M = 12 puts as many warps in flight).
 // Each configuration copies the image (pitch = row bytes, 16-byte aligned) in
 // strips of S bytes walked down by blocks: block b owns strip b % strips and
 // the segment of R rows b / strips (strip fastest, as the streaming kernels
@@ -71,6 +74,7 @@ int main(int argc, char** argv) try {
   std::vector<Size> sizes;
   int runs = 50;
   bool quick = false;
+  int blocks_per_sm = 0;  // 0: as many as fit
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -82,12 +86,14 @@ int main(int argc, char** argv) try {
       if (std::sscanf(next().c_str(), "%dx%d", &s.w, &s.h) != 2 || s.w < 1 || s.h < 1)
         throw std::runtime_error("--size wants WxH");
       sizes.push_back(s);
+    } else if (a == "--blocks-per-sm") {
+      blocks_per_sm = std::max(1, std::atoi(next().c_str()));
     } else if (a == "--quick") {
       quick = true;
     } else if (a == "--runs") {
       runs = std::max(1, std::atoi(next().c_str()));
     } else {
-      std::printf("usage: bench_filter_access_gpu [--quick] [--size WxH]... [--runs N]\n");
+      std::printf("usage: bench_filter_access_gpu [--quick] [--size WxH]... [--runs N] [--blocks-per-sm M]\n");
       return a == "--help" ? 0 : 2;
     }
   }
@@ -134,6 +140,7 @@ int main(int argc, char** argv) try {
       int per_sm = 0;
       PIXELKIT_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, strip_copy, threads, 0));
       const int strips = (row_bytes + strip_bytes - 1) / strip_bytes;
+      if (blocks_per_sm > 0) per_sm = std::min(per_sm, blocks_per_sm);
       const long long resident = static_cast<long long>(per_sm) * sms;
       const int one_wave_segs = static_cast<int>(std::max<long long>(1, resident / strips));
       const int one_wave_rows = (sz.h + one_wave_segs - 1) / one_wave_segs;
