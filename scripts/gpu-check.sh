@@ -13,8 +13,8 @@
 # order; studies = bench/studies/run.sh, the seeds' studies with their peers,
 # CSV under $LOGS/studies). A device
 # call is limited to 10 minutes: split the steps over calls on the same
-# machine (H100, 2026-11-25: build ~140 s, ctest ~70 s, memcheck ~300 s,
-# racecheck of test_filter alone ~320 s), e.g. --steps build,ctest,memcheck,
+# machine (H100, 2026-11-25: build ~140 s, ctest ~70 s, the three with memcheck
+# fit one call; racecheck of test_filter alone ~320 s), e.g. --steps build,ctest,memcheck,
 # then --steps racecheck, then --steps initcheck,synccheck, then --steps
 # build,bench --quick-bench. (build is quick when nothing changed and the
 # machine is still warm; every step needs a build.)
