@@ -555,11 +555,21 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
   // for racecheck.
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
   const Image src = random_image(4000, 420, 3, PixelType::u8, 45);
-  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
-    for (const Kernel& k : {Kernel::gaussian(7), Kernel::gaussian(25)}) {
-      std::string path;
-      EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
-      if (device_has_tensor_core_path()) EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+  // The default layout (one segment per block), then the band walk forced in
+  // 32-row bands: about 900 items, so each resident block walks several, with
+  // its window and fragments carried from one to the next.
+  for (const char* bands : {"", "32"}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+      for (const Kernel& k : {Kernel::gaussian(7), Kernel::gaussian(25)}) {
+        std::string path;
+        EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b)))
+            << to_string(b) << " " << k.name << " bands " << bands;
+        if (device_has_tensor_core_path()) {
+          EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+          EXPECT_EQ(path.find(" in bands") != std::string::npos, *bands != '\0') << path;
+        }
+      }
     }
   }
 }
@@ -796,9 +806,19 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   // of row slots wraps many times. Small enough for racecheck.
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
   const Image src = random_image(2000, 600, 3, PixelType::u8, 45);
-  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}})
-    for (const Kernel& k : {parse_kernel("edge"), random_kernel(3, 3, 46), parse_kernel("gaussian:3")})
-      EXPECT_TRUE(agrees(run_device(src, k, b), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
+  // The default layout (one wave of tall segments at this size), then the
+  // band walk of large images (short segments, strip fastest), forced, at
+  // its own height and at 5 rows (the last segment partial).
+  for (const char* bands : {"", "on", "5"}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}})
+      for (const Kernel& k : {parse_kernel("edge"), random_kernel(3, 3, 46), parse_kernel("gaussian:3")}) {
+        std::string path;
+        EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b)))
+            << to_string(b) << " " << k.name << " bands " << bands;
+        if (device_has_tensor_core_path()) EXPECT_EQ(path.find(" in bands") != std::string::npos, *bands != '\0') << path;
+      }
+  }
 }
 
 TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {

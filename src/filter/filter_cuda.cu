@@ -29,6 +29,10 @@
 //   dense, any other size                      -> dense_tiled_kernel<T,C,0,0,4> (sizes at run time)
 // No device scratch is needed on either path: both passes of the separable
 // filter meet in shared memory.
+// Both streaming kernels walk the largest images in bands of short segments
+// (the 3x3 kernel at 8K, the tensor-core one for vertical sides 19..31 at
+// 8K; the path then ends in "in bands"; PIXELKIT_CUDA_FILTER_BANDS=off:
+// never, on or N: always, see band_rows_policy).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -94,6 +98,22 @@ MmaPolicy mma_policy() {
 bool stream_enabled() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_STREAM");
   return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
+
+/// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
+/// kernels walk large images in bands of short segments, notes run 15),
+/// "off" = never (the benchmark compares the layouts with it), "on" = always,
+/// a number N = always, in segments of N rows (the tensor-core kernel rounds
+/// it up to 16; tests use it to make blocks walk several bands on small
+/// images). Returns -1 for off, 0 for the rule, else the rows (on: 0x7fff,
+/// i.e. each kernel's own band height).
+int band_rows_policy() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_BANDS");
+  if (v == nullptr || *v == '\0') return 0;
+  if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) return -1;
+  if (std::strcmp(v, "on") == 0) return 0x7fff;
+  const int n = std::atoi(v);
+  return n > 0 ? n : 0;
 }
 
 // ---- kernel tables -------------------------------------------------------------
@@ -206,6 +226,7 @@ class CudaFilterImpl final : public CudaFilter {
     // would have replaced (8K dense 5x5 0.243 against 0.163, gaussian:5 0.184
     // against 0.160, gaussian:7 0.227 against 0.156) and were removed.
     stream_p_ = StreamParams{};
+    band_rows_ = band_rows_policy();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
@@ -300,15 +321,29 @@ class CudaFilterImpl final : public CudaFilter {
             static_cast<long long>(prepare(si.fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
             stream_tuning::kWarps;
         p.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
-        const long long want_segs = std::max<long long>(1, warps_per_sm * sm_count() / p.strips);
-        p.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
+        const long long wave = warps_per_sm * sm_count();
+        const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
+        const bool bands =
+            band_rows_ > 0 || (band_rows_ == 0 && p.strips * band_segs >= stream_tuning::kBandMinWaves * wave);
+        if (bands) {
+          // Large images: short segments, strip fastest, several waves: the
+          // warps in flight cover a narrow band of rows (notes, run 15).
+          p.seg_rows = band_rows_ > 0 && band_rows_ != 0x7fff ? band_rows_ : stream_tuning::kBandSegRows;
+          p.strip_major = true;
+        } else {
+          // One wave of warps, segments as tall as that needs, consecutive
+          // warps down one strip.
+          const long long want_segs = std::max<long long>(1, wave / p.strips);
+          p.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
+          p.strip_major = false;
+        }
         p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
         const long long warps = static_cast<long long>(p.strips) * p.segs;
         const long long blocks = (warps + stream_tuning::kWarps - 1) / stream_tuning::kWarps;
         launch_persistent(MmaKernelInfo{si.fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
-               std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+               std::to_string(kw_) + "x" + std::to_string(kh_) + (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
         // One block per strip and segment, one wave in all: segments as
@@ -320,19 +355,28 @@ class CudaFilterImpl final : public CudaFilter {
         const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
-        const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
-        const int factor = mma_stream_tuning::kEdgeSegFactor;
         const int steps = (rows + 15) / 16;
-        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));
+        const int factor = mma_stream_tuning::kEdgeSegFactor;
+        const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
+        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));  // bands for one wave
         p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
+        // Three k-steps down (vertical sides 19..31) on a large image: the
+        // blocks walk bands of kBandSegRows rows instead (notes, run 15).
+        const int band = band_rows_ > 0 && band_rows_ != 0x7fff ? 16 * ((band_rows_ + 15) / 16)
+                                                                  : mma_stream_tuning::kBandSegRows;
+        const long long band_items = static_cast<long long>(n_int + n_edge * factor) * ((rows + band - 1) / band);
+        const bool bands = band_rows_ > 0 || (band_rows_ == 0 && mma_ksteps(mma_stream_.ny, 0) == 3 &&
+                                              band_items >= mma_stream_tuning::kBandMinRounds * resident);
+        if (bands) p.seg_rows = std::min(p.seg_rows, band);
         p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
-        p.edge_seg_rows = 16 * static_cast<int>((steps + factor * want - 1) / (factor * want));
-        const long long edge_segs = (rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
-        const long long blocks = static_cast<long long>(n_int) * p.segs + n_edge * edge_segs;
+        p.edge_seg_rows = 16 * ((p.seg_rows / 16 + factor - 1) / factor);
+        p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+        const int per_band = n_int + n_edge * p.edge_subs;
+        const long long blocks = std::min(static_cast<long long>(per_band) * p.segs, resident);
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
         return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) +
-               (mma_stream_.lo ? "" : " fp16-exact factors") + shape;
+               (mma_stream_.lo ? "" : " fp16-exact factors") + (bands ? " in bands" : "") + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.
@@ -494,6 +538,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool mma_stream_ok_ = false;
   MmaStreamCoeffs mma_stream_{};
   bool stream_ok_ = false;
+  int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never

@@ -59,13 +59,20 @@
 // loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
 // for, so their segments are shorter (kEdgeSegFactor).
 //
-// Measured (H100, RGB u8, notes runs 11 to 14): 8K gaussian:9 0.116 ms
-// (0.210 on the FP32 separable kernel before), gaussian:17 0.131 (0.258),
-// gaussian:25 0.203 (0.358), gaussian:31 0.223 (0.375); 1080p gaussian:9
-// 0.0153, gaussian:31 0.0251. Run 12 was the staging stride alone
+// Grid. Usually one wave of blocks, one (strip, segment) each, the segments
+// as tall as that allows. Kernels of three vertical k-steps on large images
+// (kBandSegRows) walk bands instead: the rows are cut into bands of 256, and
+// each block takes item after item (strip fastest, band after band),
+// keeping its Toeplitz fragments; the blocks in flight then cover a narrow
+// band of rows, which DRAM serves faster (notes, run 15).
+//
+// Measured (H100, RGB u8, notes runs 11 to 15): 8K gaussian:9 0.112 ms
+// (0.210 on the FP32 separable kernel before), gaussian:17 0.133 (0.258),
+// gaussian:25 0.207 (0.358), gaussian:31 0.212 (0.375); 1080p gaussian:9
+// 0.0145, gaussian:31 0.0244. Run 12 was the staging stride alone
 // (kOutStride: 0.160 -> 0.130 ms at 8K gaussian:9), run 13 the half last
 // k-step (HALF: 0.131 -> 0.121), run 14 the exact factors (LO false:
-// 0.122 -> 0.117).
+// 0.122 -> 0.117), run 15 the bands (gaussian:21 0.227 -> 0.205).
 #pragma once
 
 #include <cstdint>
@@ -88,6 +95,14 @@ constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block eac
 /// times shorter, so that their blocks end with the others (every block's
 /// steps otherwise take the same time).
 constexpr int kEdgeSegFactor = 4;
+/// Band walk (notes, run 15): for kernels of three vertical k-steps (sides
+/// 19..31) on images where bands of kBandSegRows rows give at least
+/// kBandMinRounds items per resident block, the blocks walk their items
+/// band after band instead of one long segment each (H100, 8K RGB, ms:
+/// gaussian:21 0.219-0.228 -> 0.207-0.208, gaussian:31 0.220-0.231 ->
+/// 0.214-0.217; the 2-k-step sizes lose: gaussian:9 0.112 -> 0.123).
+constexpr int kBandSegRows = 256;
+constexpr int kBandMinRounds = 4;
 /// Blocks of input rows in flight in registers (1 or 2) while one is used.
 constexpr int kPrefetch = 2;
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
@@ -117,9 +132,10 @@ struct MmaStreamParams {
   FilterArgs<std::uint8_t> a;
   MmaStreamCoeffs k;
   int strips;          ///< strips across the image (16 * kWarps pixels each)
-  int segs;            ///< segments of each interior strip
-  int seg_rows;        ///< output rows per segment of an interior strip, a multiple of 16
-  int edge_seg_rows;   ///< the same for the first and last strip (shorter: see kEdgeSegFactor)
+  int segs;            ///< bands down the rows (segments of each interior strip)
+  int seg_rows;        ///< output rows per band (an interior strip's segment), a multiple of 16
+  int edge_seg_rows;   ///< rows per segment of the first and last strip (shorter: see kEdgeSegFactor)
+  int edge_subs;       ///< edge-strip segments per band: ceil(seg_rows / edge_seg_rows)
   bool vec16_dst; ///< dst base and pitch are 16-byte aligned
 };
 
@@ -269,33 +285,8 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   const FilterArgs<std::uint8_t>& a = p.a;
   const MmaStreamCoeffs& k = p.k;
   const int width = a.src.width;
-  // Blocks [0, n_int * segs): interior strips 1 .. strips - 2, strip
-  // fastest; then the edge strips' (shorter) segments.
-  const int n_int = p.strips >= 3 ? p.strips - 2 : 0;
-  const int n_edge = min(p.strips, 2);
-  const int bid = static_cast<int>(blockIdx.x);
-  int strip, seg, seg_rows;
-  if (bid < n_int * p.segs) {
-    strip = 1 + bid % n_int;
-    seg = bid / n_int;
-    seg_rows = p.seg_rows;
-  } else {
-    const int e = bid - n_int * p.segs;
-    strip = e % n_edge == 0 ? 0 : p.strips - 1;
-    seg = e / n_edge;
-    seg_rows = p.edge_seg_rows;
-  }
-  const int x0 = strip * G::kSW;             // first output pixel of the strip
-  const int y0 = a.y_begin + seg * seg_rows;  // first output row of the segment
-  if (y0 >= a.y_end) return;
-  const int y_lim = min(y0 + seg_rows, a.y_end);
-  const int nsteps = (y_lim - y0 + 15) / 16;
-  const int nb = nsteps + KS1 - 1;  // D1 blocks of the segment
   const int shift = k.ral - k.rx;
-  const int xs = x0 - k.ral;                               // image pixel of tile column 0
   const int units = (G::kSW + k.nx - 1 + shift + 3) / 4;  // 4-pixel units per row that matter
-  const bool cols_inside = a.vec_src && xs >= 0 && xs + 4 * units <= width;
-  auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
 
   // Columns no coefficient reaches stay zero in both buffers (ldmatrix reads them).
   for (int i = threadIdx.x; i < G::kBuf; i += mma_stream_tuning::kThreads)  // 2 buffers of kBuf halves
@@ -313,179 +304,213 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) toeplitz_b_fragment(vh[s][nt], vl[s][nt], k.col, k.ny, s, nt, lane);
 
-  // Block b's rows travel in register set b % kPrefetch.
-  constexpr int PF = mma_stream_tuning::kPrefetch;
-  static_assert(PF == 1 || PF == 2, "one or two register sets");
-  MmaStreamLoads<C> pre[PF];
-  auto with_set = [&](int b, auto f) {
-    if (PF == 1 || (b & 1) == 0)
-      f(pre[0]);
-    else
-      f(pre[PF - 1]);
-  };
-  auto convert = [&](int b) {
-    __half* buf = buf0 + (b & 1) * G::kBuf;
-    with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
-  };
-  // This lane's unit of a row: whole words where it lies inside the image,
-  // else its 4 pixels' byte offsets through border_index (once per block).
-  const int lx = xs + 4 * lane;
-  const bool lane_active = lane < units;
-  const bool lane_words = cols_inside || (a.vec_src && lx >= 0 && lx + 4 <= width);
-  int lane_px[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
-    lane_px[e] = sx < 0 ? -1 : sx * C;
-  }
-  auto issue = [&](int b) {
-    if (b >= nb) return;
-    const int yb = block_row(b);
-    const bool rows = yb >= 0 && yb + 16 <= a.src.height;
-    with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp); });
-  };
-
-  // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15);
-  // x2 (a half step): (rows 0-7, columns 0-7), (rows 8-15, columns 0-7).
-  const int lrow = (lane & 7) + 8 * (lane >> 4), lcol = 8 * ((lane >> 3) & 1);
-  const int lane_off = lrow * S + 16 * warp + lcol;
-  [[maybe_unused]] const int lane_off_x2 = ((lane & 7) + 8 * ((lane >> 3) & 1)) * S + 16 * warp;
-
-  // The window: pass 1's result of KS1 consecutive blocks, as pass 2's A fragments.
-  unsigned wh[KS1][C][4], wl[KS1][C][4];
-
-  // Pass 1 on block b (buffer b % 2) into window slot SLOT.
-  auto pass1 = [&](int b, auto slot_c) {
-    constexpr int SLOT = decltype(slot_c)::value;
-    const __half* base = buf0 + (b & 1) * G::kBuf + lane_off;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int s = 0; s < KS2; ++s) {
-        if (HALF && s == KS2 - 1) {  // columns 16 s .. 16 s + 7 only
-          unsigned b0, b2;
-          ldsm_x2(b0, b2, buf0 + (b & 1) * G::kBuf + lane_off_x2 + c * G::kPlane + 16 * s);
-          mma_1688(d0, hh[s][0], hh[s][1], b0);
-          mma_1688(d1, hh[s][0], hh[s][1], b2);
-          if (LO) {
-            mma_1688(d0, hl[s][0], hl[s][1], b0);
-            mma_1688(d1, hl[s][0], hl[s][1], b2);
-          }
-        } else {
-          unsigned b0, b1, b2, b3;
-          ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
-          mma_16816(d0, hh[s], b0, b1);
-          mma_16816(d1, hh[s], b2, b3);
-          if (LO) {
-            mma_16816(d0, hl[s], b0, b1);
-            mma_16816(d1, hl[s], b2, b3);
-          }
-        }
-      }
-      // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
-      // pass 2: (pixel g, rows 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..).
-      split_trunc_half2(d0[0], d0[1], wh[SLOT][c][0], wl[SLOT][c][0]);
-      split_trunc_half2(d0[2], d0[3], wh[SLOT][c][1], wl[SLOT][c][1]);
-      split_trunc_half2(d1[0], d1[1], wh[SLOT][c][2], wl[SLOT][c][2]);
-      split_trunc_half2(d1[2], d1[3], wh[SLOT][c][3], wl[SLOT][c][3]);
-    }
-  };
-
-  // Pass 2 for output block j from the window (slot of block j + s: (P + s)
-  // % KS1), rounded into the warp's staging rows.
-  auto pass2 = [&](auto p_c) {
-    constexpr int P = decltype(p_c)::value;
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int s = 0; s < KS1; ++s) {
-          const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
-          if (HALF && s == KS1 - 1) {  // input rows 16 s .. 16 s + 7 only
-            mma_1688(d, wh[slot][c][0], wh[slot][c][1], vh[s][nt][0]);
-            mma_1688(d, wl[slot][c][0], wl[slot][c][1], vh[s][nt][0]);
-            if (LO) mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
-          } else {
-            mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
-            mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
-            if (LO) mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
-          }
-        }
-        // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).
-        std::uint8_t* o = stage + (8 * nt + 2 * t) * G::kOutStride + g * C + c;
-        o[0] = static_cast<std::uint8_t>(float_to_u8(d[0]));
-        o[G::kOutStride] = static_cast<std::uint8_t>(float_to_u8(d[1]));
-        o[8 * C] = static_cast<std::uint8_t>(float_to_u8(d[2]));
-        o[G::kOutStride + 8 * C] = static_cast<std::uint8_t>(float_to_u8(d[3]));
-      }
-    }
-  };
-
-  // The staged output block j to global memory: 16-byte stores where the
-  // warp's 16 pixels lie inside the image, bytes at the right edge.
-  const int xw = x0 + 16 * warp;  // first pixel of this warp's column
-  const bool vec_out = xw + 16 <= width && p.vec16_dst;
-  auto flush = [&](int j) {
-    __syncwarp();
-    const int oy = y0 + 16 * j;
-    if (vec_out) {
-      constexpr int kChunks = 16 * C;  // 16 rows x C 16-byte chunks
-#pragma unroll
-      for (int it = 0; it < (kChunks + 31) / 32; ++it) {
-        const int u = lane + 32 * it;
-        const int r = u / C, q = u - r * C;
-        if (u < kChunks && oy + r < y_lim)
-          *reinterpret_cast<uint4*>(a.dst.row(oy + r) + xw * C + 16 * q) =
-              *reinterpret_cast<const uint4*>(stage + r * G::kOutStride + 16 * q);
-      }
+  // Work items: the rows are cut into bands of seg_rows; a band holds one
+  // item per interior strip, then edge_subs shorter items for each edge
+  // strip (kEdgeSegFactor). Items go round-robin to the blocks of the grid,
+  // band after band, so the blocks in flight cover a narrow band of rows.
+  // (One wave of long bands gives each block one item: the layout of every
+  // image but the largest, see MmaStreamParams.)
+  const int n_int = p.strips >= 3 ? p.strips - 2 : 0;
+  const int n_edge = min(p.strips, 2);
+  const int per_band = n_int + n_edge * p.edge_subs;
+  const int n_items = per_band * p.segs;
+#pragma unroll 1
+  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
+    const int band = item / per_band, r = item - band * per_band;
+    int strip, y0, y_lim;
+    const int band_y = a.y_begin + band * p.seg_rows;
+    if (r < n_int) {
+      strip = 1 + r;
+      y0 = band_y;
+      y_lim = min(y0 + p.seg_rows, a.y_end);
     } else {
-      const int bytes = min(width - xw, 16) * C;
-      for (int u = lane; u < 16 * 16 * C; u += 32) {
-        const int r = u / (16 * C), e = u - r * (16 * C);
-        if (oy + r < y_lim && e < bytes) a.dst.row(oy + r)[xw * C + e] = stage[r * G::kOutStride + e];
-      }
+      const int e = r - n_int, sub = e / n_edge;
+      strip = e - sub * n_edge == 0 ? 0 : p.strips - 1;
+      y0 = band_y + sub * p.edge_seg_rows;
+      y_lim = min(min(y0 + p.edge_seg_rows, band_y + p.seg_rows), a.y_end);
     }
-    __syncwarp();  // the staging rows are read before pass 2 writes them again
-  };
+    if (y0 >= y_lim) continue;  // uniform over the block
+    const int x0 = strip * G::kSW;  // first output pixel of the strip
+    const int nsteps = (y_lim - y0 + 15) / 16;
+    const int nb = nsteps + KS1 - 1;  // D1 blocks of the segment
+    const int xs = x0 - k.ral;                               // image pixel of tile column 0
+    const bool cols_inside = a.vec_src && xs >= 0 && xs + 4 * units <= width;
+    auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
 
-  // Prologue: block 0 converted, blocks 1 .. kPrefetch in flight.
-  issue(0);
-  convert(0);
-  for (int b = 1; b <= PF; ++b) issue(b);
-  __syncthreads();
+    // Block b's rows travel in register set b % kPrefetch.
+    constexpr int PF = mma_stream_tuning::kPrefetch;
+    static_assert(PF == 1 || PF == 2, "one or two register sets");
+    MmaStreamLoads<C> pre[PF];
+    auto with_set = [&](int b, auto f) {
+      if (PF == 1 || (b & 1) == 0)
+        f(pre[0]);
+      else
+        f(pre[PF - 1]);
+    };
+    auto convert = [&](int b) {
+      __half* buf = buf0 + (b & 1) * G::kBuf;
+      with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
+    };
+    // This lane's unit of a row: whole words where it lies inside the image,
+    // else its 4 pixels' byte offsets through border_index (once per block).
+    const int lx = xs + 4 * lane;
+    const bool lane_active = lane < units;
+    const bool lane_words = cols_inside || (a.vec_src && lx >= 0 && lx + 4 <= width);
+    int lane_px[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
+      lane_px[e] = sx < 0 ? -1 : sx * C;
+    }
+    auto issue = [&](int b) {
+      if (b >= nb) return;
+      const int yb = block_row(b);
+      const bool rows = yb >= 0 && yb + 16 <= a.src.height;
+      with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp); });
+    };
 
-  // A step: convert block b + 1 into the other buffer (its register set is
-  // then free), send block b + 1 + kPrefetch's loads into that set, then the
-  // tensor-core work on block b in one stretch of code without branches, so
-  // that the scheduler can interleave the two passes' product chains.
-  // Warm-up: blocks 0 .. KS1 - 2 into the window.
-  static_for<0, KS1 - 1>([&](auto bc) {
-    constexpr int B = decltype(bc)::value;
-    if (B + 1 < nb) convert(B + 1);
-    issue(B + 1 + PF);
-    pass1(B, bc);
-    __syncthreads();
-  });
+    // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15);
+    // x2 (a half step): (rows 0-7, columns 0-7), (rows 8-15, columns 0-7).
+    const int lrow = (lane & 7) + 8 * (lane >> 4), lcol = 8 * ((lane >> 3) & 1);
+    const int lane_off = lrow * S + 16 * warp + lcol;
+    [[maybe_unused]] const int lane_off_x2 = ((lane & 7) + 8 * ((lane >> 3) & 1)) * S + 16 * warp;
 
-  for (int j0 = 0; j0 < nsteps; j0 += KS1) {
-    static_for<0, KS1>([&](auto pc) {
-      constexpr int P = decltype(pc)::value;
-      const int j = j0 + P;
-      if (j < nsteps) {  // uniform over the block
-        const int b = j + KS1 - 1;
-        if (j > 0) flush(j - 1);
-        if (b + 1 < nb) convert(b + 1);
-        issue(b + 1 + PF);
-        pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
-        pass2(pc);
-        __syncthreads();
+    // The window: pass 1's result of KS1 consecutive blocks, as pass 2's A fragments.
+    unsigned wh[KS1][C][4], wl[KS1][C][4];
+
+    // Pass 1 on block b (buffer b % 2) into window slot SLOT.
+    auto pass1 = [&](int b, auto slot_c) {
+      constexpr int SLOT = decltype(slot_c)::value;
+      const __half* base = buf0 + (b & 1) * G::kBuf + lane_off;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int s = 0; s < KS2; ++s) {
+          if (HALF && s == KS2 - 1) {  // columns 16 s .. 16 s + 7 only
+            unsigned b0, b2;
+            ldsm_x2(b0, b2, buf0 + (b & 1) * G::kBuf + lane_off_x2 + c * G::kPlane + 16 * s);
+            mma_1688(d0, hh[s][0], hh[s][1], b0);
+            mma_1688(d1, hh[s][0], hh[s][1], b2);
+            if (LO) {
+              mma_1688(d0, hl[s][0], hl[s][1], b0);
+              mma_1688(d1, hl[s][0], hl[s][1], b2);
+            }
+          } else {
+            unsigned b0, b1, b2, b3;
+            ldsm_x4(b0, b1, b2, b3, base + c * G::kPlane + 16 * s);
+            mma_16816(d0, hh[s], b0, b1);
+            mma_16816(d1, hh[s], b2, b3);
+            if (LO) {
+              mma_16816(d0, hl[s], b0, b1);
+              mma_16816(d1, hl[s], b2, b3);
+            }
+          }
+        }
+        // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
+        // pass 2: (pixel g, rows 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..).
+        split_trunc_half2(d0[0], d0[1], wh[SLOT][c][0], wl[SLOT][c][0]);
+        split_trunc_half2(d0[2], d0[3], wh[SLOT][c][1], wl[SLOT][c][1]);
+        split_trunc_half2(d1[0], d1[1], wh[SLOT][c][2], wl[SLOT][c][2]);
+        split_trunc_half2(d1[2], d1[3], wh[SLOT][c][3], wl[SLOT][c][3]);
       }
+    };
+
+    // Pass 2 for output block j from the window (slot of block j + s: (P + s)
+    // % KS1), rounded into the warp's staging rows.
+    auto pass2 = [&](auto p_c) {
+      constexpr int P = decltype(p_c)::value;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+          for (int s = 0; s < KS1; ++s) {
+            const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
+            if (HALF && s == KS1 - 1) {  // input rows 16 s .. 16 s + 7 only
+              mma_1688(d, wh[slot][c][0], wh[slot][c][1], vh[s][nt][0]);
+              mma_1688(d, wl[slot][c][0], wl[slot][c][1], vh[s][nt][0]);
+              if (LO) mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
+            } else {
+              mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
+              mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
+              if (LO) mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+            }
+          }
+          // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).
+          std::uint8_t* o = stage + (8 * nt + 2 * t) * G::kOutStride + g * C + c;
+          o[0] = static_cast<std::uint8_t>(float_to_u8(d[0]));
+          o[G::kOutStride] = static_cast<std::uint8_t>(float_to_u8(d[1]));
+          o[8 * C] = static_cast<std::uint8_t>(float_to_u8(d[2]));
+          o[G::kOutStride + 8 * C] = static_cast<std::uint8_t>(float_to_u8(d[3]));
+        }
+      }
+    };
+
+    // The staged output block j to global memory: 16-byte stores where the
+    // warp's 16 pixels lie inside the image, bytes at the right edge.
+    const int xw = x0 + 16 * warp;  // first pixel of this warp's column
+    const bool vec_out = xw + 16 <= width && p.vec16_dst;
+    auto flush = [&](int j) {
+      __syncwarp();
+      const int oy = y0 + 16 * j;
+      if (vec_out) {
+        constexpr int kChunks = 16 * C;  // 16 rows x C 16-byte chunks
+#pragma unroll
+        for (int it = 0; it < (kChunks + 31) / 32; ++it) {
+          const int u = lane + 32 * it;
+          const int r = u / C, q = u - r * C;
+          if (u < kChunks && oy + r < y_lim)
+            *reinterpret_cast<uint4*>(a.dst.row(oy + r) + xw * C + 16 * q) =
+                *reinterpret_cast<const uint4*>(stage + r * G::kOutStride + 16 * q);
+        }
+      } else {
+        const int bytes = min(width - xw, 16) * C;
+        for (int u = lane; u < 16 * 16 * C; u += 32) {
+          const int r = u / (16 * C), e = u - r * (16 * C);
+          if (oy + r < y_lim && e < bytes) a.dst.row(oy + r)[xw * C + e] = stage[r * G::kOutStride + e];
+        }
+      }
+      __syncwarp();  // the staging rows are read before pass 2 writes them again
+    };
+
+    // Prologue: block 0 converted, blocks 1 .. kPrefetch in flight.
+    issue(0);
+    convert(0);
+    for (int b = 1; b <= PF; ++b) issue(b);
+    __syncthreads();
+
+    // A step: convert block b + 1 into the other buffer (its register set is
+    // then free), send block b + 1 + kPrefetch's loads into that set, then the
+    // tensor-core work on block b in one stretch of code without branches, so
+    // that the scheduler can interleave the two passes' product chains.
+    // Warm-up: blocks 0 .. KS1 - 2 into the window.
+    static_for<0, KS1 - 1>([&](auto bc) {
+      constexpr int B = decltype(bc)::value;
+      if (B + 1 < nb) convert(B + 1);
+      issue(B + 1 + PF);
+      pass1(B, bc);
+      __syncthreads();
     });
+
+    for (int j0 = 0; j0 < nsteps; j0 += KS1) {
+      static_for<0, KS1>([&](auto pc) {
+        constexpr int P = decltype(pc)::value;
+        const int j = j0 + P;
+        if (j < nsteps) {  // uniform over the block
+          const int b = j + KS1 - 1;
+          if (j > 0) flush(j - 1);
+          if (b + 1 < nb) convert(b + 1);
+          issue(b + 1 + PF);
+          pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
+          pass2(pc);
+          __syncthreads();
+        }
+      });
+    }
+    flush(nsteps - 1);
   }
-  flush(nsteps - 1);
 #else
   (void)p;
 #endif

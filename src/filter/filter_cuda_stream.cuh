@@ -32,10 +32,16 @@
 //   5. Store: a finished row is rounded, saturated and written as one
 //      16-byte store per lane.
 //
-// Grid. As many warps as fit on the GPU at once, one segment each (the host
-// chooses the segment height so that strips x segments is one wave): every
-// warp's pipeline runs from its first row to its last without a restart.
-// Consecutive warps take consecutive segments of one strip.
+// Grid. One segment per warp, in one of two layouts:
+// - large images (at least kBandMinWaves waves of 16-row segments; 8K):
+//   segments of kBandSegRows = 16 rows, strip fastest, several waves of
+//   warps. The warps in flight then cover a narrow band of rows that moves
+//   down the image; DRAM serves that far better than one wave spread over
+//   the whole image (notes, run 15: 8K dense 3x3 0.116 -> 0.098 ms);
+// - otherwise as many warps as fit on the GPU at once (the host chooses the
+//   segment height so that strips x segments is one wave), consecutive
+//   warps on consecutive segments of one strip: every warp's pipeline runs
+//   from its first row to its last without a restart.
 //
 // Coefficients sit in the parameter block (`__grid_constant__`, a constant
 // bank), so every FFMA reads its coefficient from there.
@@ -43,8 +49,9 @@
 // Measured (H100, RGB, notes run 10): 8K dense 3x3 0.1147 ms and gaussian:3
 // 0.1141 against 0.1229 / 0.1222 for the tensor-core kernel, 4K 8-11% faster
 // than the tiled kernel, 720p a tie. A copy through the same pipeline (no
-// products) already takes 1.47x the floor at 8K: the DRAM side reaches
-// ~2 TB/s with this access pattern, and more rows in flight make it slower.
+// products) took 1.47x the floor at 8K in one wave, and more rows in flight
+// made it slower; run 15's bands took 8K to 0.098 / 0.089 ms (1.50x and
+// 1.36x the floor).
 #pragma once
 
 #include <cstdint>
@@ -73,6 +80,15 @@ constexpr int kSmemBytes = kWarps * kRing * kSlotBytes;
 /// small part of a segment's reads (chosen, not measured: 1080p RGB plans 5
 /// rows on an H100 anyway).
 constexpr int kMinSegRows = 4;
+/// Large images are walked in segments of kBandSegRows rows, strip fastest,
+/// where that gives at least kBandMinWaves waves of warps: the warps in
+/// flight then cover a narrow band of rows, which DRAM serves faster than
+/// one wave spread over the whole image (notes, run 15; H100, 8K RGB, ms:
+/// dense 3x3 0.1164 -> 0.1011, gaussian:3 0.1149 -> 0.0924; segments of 24,
+/// 32, 48 rows: 0.1026, 0.1056, 0.1123 for dense 3x3). At 4K the 16-row
+/// segments make 1.2 waves, whose tail loses (0.0333 -> 0.0371).
+constexpr int kBandSegRows = 16;
+constexpr int kBandMinWaves = 3;
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
 }  // namespace stream_tuning
@@ -86,6 +102,7 @@ struct StreamParams {
   int seg_rows;          ///< output rows per warp
   int segs;              ///< segments down the rows [y_begin, y_end)
   unsigned border_word;  ///< constant border value (an integer 0..255) in every byte
+  bool strip_major;      ///< warp gw takes strip gw % strips (else segment gw % segs)
 };
 
 template <int C, bool SEP>
@@ -107,7 +124,14 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   std::uint8_t* const ring = reinterpret_cast<std::uint8_t*>(stream_smem) + warp * (kRing * SLOT);
 
   const int gw = blockIdx.x * kWarps + warp;
-  const int strip = gw / p.segs, seg = gw - strip * p.segs;
+  int strip, seg;
+  if (p.strip_major) {
+    seg = gw / p.strips;
+    strip = gw - seg * p.strips;
+  } else {
+    strip = gw / p.segs;
+    seg = gw - strip * p.segs;
+  }
   const int y0 = a.y_begin + seg * p.seg_rows;
   if (strip >= p.strips || y0 >= a.y_end) return;  // whole warp: nothing below uses a block barrier
   const int ny = min(p.seg_rows, a.y_end - y0);
