@@ -346,8 +346,9 @@ class CudaFilterImpl final : public CudaFilter {
                std::to_string(kw_) + "x" + std::to_string(kh_) + (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
-        // One block per strip and segment, one wave in all: segments as
-        // tall as that allows, in whole 16-row steps.
+        // One wave of blocks, one (strip, segment) item each: segments as
+        // tall as that allows, in whole 16-row steps (the edge strips' cut
+        // kEdgeSegFactor times shorter); or, below, bands of items.
         MmaStreamParams p{};
         p.a = args<T>(src, dst, y_begin, y_end, 4);
         p.k = mma_stream_;
