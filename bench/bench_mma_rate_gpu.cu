@@ -7,7 +7,8 @@
 //   bench_mma_rate_gpu [--quick]
 //
 // Prints instructions per clock per SM (at the SM clock the device reports)
-// for 8 and 16 warps per SM. Measured on an H100 (2026-11-25): 0.58-0.60 for
+// for 8 and 16 warps per SM; times are CUDA-event medians of 11 launches
+// after warm-up (bench_timing.hpp). Measured on an H100 (2026-11-25): 0.58-0.60 for
 // both m16n8k16 f16 and m16n8k32 u8.s8, 0.83-0.88 for both k8/k16 halves:
 // the u8 product does twice the multiply-adds per instruction time.
 #include <cuda_runtime.h>
@@ -16,7 +17,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/cuda_check.hpp"
+#include "bench_timing.hpp"
 
 namespace {
 
@@ -63,26 +64,18 @@ __global__ void mma_loop(int iters, unsigned seed, int* out) {
 }
 
 template <int KIND>
-void measure(const char* name, int warps_per_block, int sms, int clock_khz, int* out) {
+void measure(const char* name, int warps_per_block, int sms, int clock_khz, int* out, cudaStream_t s) {
   constexpr int kBlocksPerSm = 4, kIters = 4096;
   const dim3 grid(sms * kBlocksPerSm), block(32 * warps_per_block);
-  cudaEvent_t e0, e1;
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&e0));
-  PIXELKIT_CUDA_TRY(cudaEventCreate(&e1));
-  mma_loop<KIND><<<grid, block>>>(16, 1, out);  // warm-up
-  PIXELKIT_CUDA_TRY(cudaGetLastError());
-  PIXELKIT_CUDA_TRY(cudaEventRecord(e0));
-  mma_loop<KIND><<<grid, block>>>(kIters, 1, out);
-  PIXELKIT_CUDA_TRY(cudaGetLastError());
-  PIXELKIT_CUDA_TRY(cudaEventRecord(e1));
-  PIXELKIT_CUDA_TRY(cudaEventSynchronize(e1));
-  float ms = 0;
-  PIXELKIT_CUDA_TRY(cudaEventElapsedTime(&ms, e0, e1));
+  const double ms = pixelkit::bench::time_device(
+      [&] {
+        mma_loop<KIND><<<grid, block, 0, s>>>(kIters, 1, out);
+        PIXELKIT_CUDA_TRY(cudaGetLastError());
+      },
+      s, 11);
   const double per_sm = static_cast<double>(kBlocksPerSm) * warps_per_block * kIters * kChains;
   std::printf("| %s | %d | %.3f | %.3f |\n", name, kBlocksPerSm * warps_per_block, ms,
               per_sm / (ms * 1e-3 * clock_khz * 1e3));
-  PIXELKIT_CUDA_TRY(cudaEventDestroy(e0));
-  PIXELKIT_CUDA_TRY(cudaEventDestroy(e1));
 }
 
 }  // namespace
@@ -109,13 +102,16 @@ int main(int argc, char** argv) try {
   }
   int* out = nullptr;
   PIXELKIT_CUDA_TRY(cudaMalloc(&out, sizeof(int)));
+  cudaStream_t s = nullptr;
+  PIXELKIT_CUDA_TRY(cudaStreamCreate(&s));
   std::printf("| instruction | warps per SM | ms | per clock per SM |\n|---|---:|---:|---:|\n");
   for (int w : {2, 4}) {
-    measure<0>("m16n8k16 f16, f32 acc", w, sms, clock_khz, out);
-    measure<1>("m16n8k8 f16, f32 acc", w, sms, clock_khz, out);
-    measure<2>("m16n8k32 u8.s8, s32 acc", w, sms, clock_khz, out);
-    measure<3>("m16n8k16 u8.s8, s32 acc", w, sms, clock_khz, out);
+    measure<0>("m16n8k16 f16, f32 acc", w, sms, clock_khz, out, s);
+    measure<1>("m16n8k8 f16, f32 acc", w, sms, clock_khz, out, s);
+    measure<2>("m16n8k32 u8.s8, s32 acc", w, sms, clock_khz, out, s);
+    measure<3>("m16n8k16 u8.s8, s32 acc", w, sms, clock_khz, out, s);
   }
+  PIXELKIT_CUDA_TRY(cudaStreamDestroy(s));
   PIXELKIT_CUDA_TRY(cudaFree(out));
   return 0;
 } catch (const std::exception& e) {

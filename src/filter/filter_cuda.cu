@@ -105,13 +105,14 @@ bool stream_enabled() {
 /// "off" = never (the benchmark compares the layouts with it), "on" = always,
 /// a number N = always, in segments of N rows (the tensor-core kernel rounds
 /// it up to 16; tests use it to make blocks walk several bands on small
-/// images). Returns -1 for off, 0 for the rule, else the rows (on: 0x7fff,
-/// i.e. each kernel's own band height).
+/// images). Returns -1 for off, 0 for the rule, kBandsOwnHeight for on (each
+/// kernel's own band height), else N.
+constexpr int kBandsOwnHeight = 0x7fff;
 int band_rows_policy() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_BANDS");
   if (v == nullptr || *v == '\0') return 0;
   if (std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0) return -1;
-  if (std::strcmp(v, "on") == 0) return 0x7fff;
+  if (std::strcmp(v, "on") == 0) return kBandsOwnHeight;
   const int n = std::atoi(v);
   return n > 0 ? n : 0;
 }
@@ -328,7 +329,7 @@ class CudaFilterImpl final : public CudaFilter {
         if (bands) {
           // Large images: short segments, strip fastest, several waves: the
           // warps in flight cover a narrow band of rows (notes, run 15).
-          p.seg_rows = band_rows_ > 0 && band_rows_ != 0x7fff ? band_rows_ : stream_tuning::kBandSegRows;
+          p.seg_rows = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? band_rows_ : stream_tuning::kBandSegRows;
           p.strip_major = true;
         } else {
           // One wave of warps, segments as tall as that needs, consecutive
@@ -363,7 +364,7 @@ class CudaFilterImpl final : public CudaFilter {
         p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
         // Three k-steps down (vertical sides 19..31) on a large image: the
         // blocks walk bands of kBandSegRows rows instead (notes, run 15).
-        const int band = band_rows_ > 0 && band_rows_ != 0x7fff ? 16 * ((band_rows_ + 15) / 16)
+        const int band = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? 16 * ((band_rows_ + 15) / 16)
                                                                   : mma_stream_tuning::kBandSegRows;
         const long long band_items = static_cast<long long>(n_int + n_edge * factor) * ((rows + band - 1) / band);
         const bool bands = band_rows_ > 0 || (band_rows_ == 0 && mma_ksteps(mma_stream_.ny, 0) == 3 &&
