@@ -557,11 +557,14 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
   const Image src = random_image(4000, 420, 3, PixelType::u8, 45);
   // The default layout (one segment per block), then the band walk forced in
   // 32-row bands: about 900 items, so each resident block walks several, with
-  // its window and fragments carried from one to the next.
+  // its window and fragments carried from one to the next. gaussian:13 (lo
+  // products, no half step) takes the branch-free steady-state step in the
+  // interior strips' long segments, the general step at their ends, at the
+  // image's top and bottom rows and in the edge strips.
   for (const char* bands : {"", "32"}) {
     ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
     for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
-      for (const Kernel& k : {Kernel::gaussian(7), Kernel::gaussian(25)}) {
+      for (const Kernel& k : {Kernel::gaussian(7), Kernel::gaussian(13), Kernel::gaussian(25)}) {
         std::string path;
         EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b)))
             << to_string(b) << " " << k.name << " bands " << bands;
@@ -621,10 +624,12 @@ TEST(FilterCuda, TensorCoreStreamingIsTheAutomaticPathForSeparableKernelsAbove3x
 
 TEST(FilterCuda, TensorCoreStreamingPathDeclinesWhatItCannotDoExactly) {
   PIXELKIT_REQUIRE_GPU();
-  // Declined: a constant border value that is not a whole grey level, a 1-tap side, an
-  // intermediate beyond fp16's range (sum |row| * 255 > 16384), and
-  // coefficients hi + lo fp16 parts cannot hold to FP32 accuracy. Each still
-  // agrees with ref on whatever path took it.
+  // Declined: a constant border value that is not a whole grey level, a 1-tap side,
+  // factors that no split of the kernel's 2^24 scale keeps below 2^15 in fp16
+  // (max |row| * max |col| of 64 or more), and coefficients hi + lo fp16 parts cannot
+  // hold to FP32 accuracy. Each still agrees with ref on whatever path took it.
+  // Large factors within that bound are taken ("9x3 large": sum |row| * 255 is beyond
+  // fp16's range, the scaled intermediate is not).
   const Image src = random_image(150, 70, 3, PixelType::u8, 7);
   struct Case { Border border; Kernel k; bool want; };
   const std::vector<Case> cases = {
@@ -633,7 +638,8 @@ TEST(FilterCuda, TensorCoreStreamingPathDeclinesWhatItCannotDoExactly) {
       {{BorderMode::constant, 300.0f}, Kernel::gaussian(15), false},
       {{BorderMode::constant, 255.0f}, Kernel::gaussian(15), true},
       {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(31, 1.0f / 40), {1.0f}, "31x1"), false},
-      {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(9, 10.0f), {0.5f, 0.5f, 0.5f}, "9x3 big"), false},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(9, 100.0f), {1.0f, 1.0f, 1.0f}, "9x3 big"), false},
+      {{BorderMode::reflect101, 0}, Kernel::from_factors(std::vector<float>(9, 10.0f), {0.5f, 0.5f, 0.5f}, "9x3 large"), true},
       {{BorderMode::reflect101, 0}, Kernel::from_factors({1e-3f, 3e-3f, 1e-3f}, {1.0f, 1.0f, 1.0f}, "small"), true},
       {{BorderMode::reflect101, 0}, Kernel::from_factors({1e-6f, 1.0f, 1e-6f}, {1.0f, 1.0f, 1.0f}, "subnormal lo"), true}};
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");

@@ -354,6 +354,7 @@ class CudaFilterImpl final : public CudaFilter {
         p.a = args<T>(src, dst, y_begin, y_end, 4);
         p.k = mma_stream_;
         p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+        p.src_pitch_warps = mma_stream_tuning::kWarps * src.pitch;
         const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;

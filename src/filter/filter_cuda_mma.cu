@@ -142,6 +142,20 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
   MmaStreamCoeffs k{};
   if (!byte_border_word(border, &k.border_word)) return false;
   if (!set_factors(k, row, nx, col, ny, 32768.0f)) return false;
+  // The tiles hold each byte b as b * 2^-24 (MmaStreamCoeffs::row): the row
+  // factors take 2^sh, as large as keeps them below 2^15, the column factors
+  // 2^(24 - sh), which must keep them below 2^15 too.
+  float max_r = 0.0f, max_c = 0.0f;
+  for (int i = 0; i < nx; ++i) max_r = std::max(max_r, std::fabs(k.row[i]));
+  for (int i = 0; i < ny; ++i) max_c = std::max(max_c, std::fabs(k.col[i]));
+  int er = 0, ec = 0;  // max < 2^e
+  if (max_r > 0.0f) (void)std::frexp(max_r, &er);
+  if (max_c > 0.0f) (void)std::frexp(max_c, &ec);
+  const int sh = 15 - er, sv = 24 - sh;
+  if (ec + sv > 15) return false;  // |row| * |col| reaches 2^6: no split fits fp16
+  k.row_scale = sh;
+  for (int i = 0; i < nx; ++i) k.row[i] = std::ldexp(k.row[i], sh);
+  for (int i = 0; i < ny; ++i) k.col[i] = std::ldexp(k.col[i], sv);
   double miss_r = 0, l1_r = 0, miss_c = 0, l1_c = 0;
   split_miss(k.row, nx, &miss_r, &l1_r);
   split_miss(k.col, ny, &miss_c, &l1_c);
@@ -150,14 +164,20 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
     const float c = i < nx ? k.row[i] : k.col[i - nx];
     if (__half2float(__float2half_rn(c)) != c) k.lo = true;
   }
-  // The intermediate (|v| <= 255 * sum |row|) enters pass 2 as fp16 hi + lo:
-  // keep it well inside fp16's range (65504).
-  if (255.0 * l1_r > 16384.0) return false;
-  // No scaling: what hi + lo miss of each factor (subnormal lo parts of small
-  // coefficients included), times the largest u8 value, must stay within the
-  // FP32 kernels' own rounding: 2^-20 of the largest output magnitude, or
-  // 1e-3 of a grey level.
-  const double miss = 255.0 * (miss_r * l1_c + l1_r * miss_c);
+  // Back to unscaled units.
+  miss_r = std::ldexp(miss_r, -sh);
+  l1_r = std::ldexp(l1_r, -sh);
+  miss_c = std::ldexp(miss_c, -sv);
+  l1_c = std::ldexp(l1_c, -sv);
+  // The intermediate (|v| <= 255 * sum |row|) enters pass 2 as fp16 hi + lo
+  // times 2^(sh - 24): at most 255 * 31 * 2^15 * 2^-24 < 16, far inside
+  // fp16's range, for any factors that passed the test above.
+  // What hi + lo miss of each factor, times the largest u8 value, and what
+  // the fp16 hi + lo of the intermediate miss where it is subnormal (at most
+  // 2^-25 each, in the kernel's units: 2^-sh of a grey level, times the
+  // column factors), must stay within the FP32 kernels' own rounding: 2^-20
+  // of the largest output magnitude, or 1e-3 of a grey level.
+  const double miss = 255.0 * (miss_r * l1_c + l1_r * miss_c) + std::ldexp(l1_c, -sh);
   if (miss > std::max(1e-3, std::ldexp(255.0 * l1_r * l1_c, -20))) return false;
   // Both passes take 2 or 3 k-steps for sides 3..31 (the instances built).
   if (mma_ksteps(ny, 0) > 3 || mma_ksteps(nx, k.ral - k.rx) > 3) return false;

@@ -223,35 +223,42 @@ __device__ __forceinline__ void toeplitz_fragment(unsigned (&hi)[4], unsigned (&
 
 /// The bytes of w that SEL picks (PRMT selector, 0x4 in the high nibbles) as
 /// an exact half2: PRMT puts each byte under 0x64 (fp16 1024 + b), one HSUB2
-/// removes the 1024s.
+/// removes the 1024s. SUB: each byte b under a zero byte instead, which is
+/// the fp16 subnormal b * 2^-24, exactly, in the PRMT alone (the kernel's
+/// factors then carry the 2^24: see MmaStreamCoeffs).
+template <bool SUB = false>
 __device__ __forceinline__ unsigned word_to_half2(unsigned w, unsigned sel) {
-  unsigned bits = __byte_perm(w, 0x64646464u, sel);
-  const __half2 h = __hsub2(*reinterpret_cast<__half2*>(&bits), __half2half2(__ushort_as_half(0x6400)));
-  return half2_bits(h);
+  if constexpr (SUB) {
+    return __byte_perm(w, 0u, sel);
+  } else {
+    unsigned bits = __byte_perm(w, 0x64646464u, sel);
+    const __half2 h = __hsub2(*reinterpret_cast<__half2*>(&bits), __half2half2(__ushort_as_half(0x6400)));
+    return half2_bits(h);
+  }
 }
 
 /// Bytes J1 and J2 of the C words w[] as the half2 (b[J1], b[J2]).
-template <int J1, int J2, int C>
+template <int J1, int J2, int C, bool SUB = false>
 __device__ __forceinline__ unsigned bytes_to_half2(const unsigned (&w)[C]) {
   if constexpr (J1 / 4 == J2 / 4) {
-    return word_to_half2(w[J1 / 4], static_cast<unsigned>(0x4040 | (J1 % 4) | ((J2 % 4) << 8)));
+    return word_to_half2<SUB>(w[J1 / 4], static_cast<unsigned>(0x4040 | (J1 % 4) | ((J2 % 4) << 8)));
   } else {
     const unsigned t = __byte_perm(w[J1 / 4], w[J2 / 4], static_cast<unsigned>((J1 % 4) | ((4 + J2 % 4) << 8)));
-    return word_to_half2(t, 0x4240u);
+    return word_to_half2<SUB>(t, 0x4240u);
   }
 }
 
 /// Four pixels of channel CH from a 4-pixel unit of C interleaved words.
-template <int C, int CH>
+template <int C, int CH, bool SUB = false>
 __device__ __forceinline__ uint2 unit_channel(const unsigned (&w)[C]) {
-  return make_uint2(bytes_to_half2<0 * C + CH, 1 * C + CH, C>(w), bytes_to_half2<2 * C + CH, 3 * C + CH, C>(w));
+  return make_uint2(bytes_to_half2<0 * C + CH, 1 * C + CH, C, SUB>(w), bytes_to_half2<2 * C + CH, 3 * C + CH, C, SUB>(w));
 }
 
-template <int C, int I = 0>
+template <int C, int I = 0, bool SUB = false>
 __device__ __forceinline__ void store_unit(__half* in, int plane, int off, const unsigned (&w)[C]) {
   if constexpr (I < C) {
-    *reinterpret_cast<uint2*>(in + I * plane + off) = unit_channel<C, I>(w);
-    store_unit<C, I + 1>(in, plane, off, w);
+    *reinterpret_cast<uint2*>(in + I * plane + off) = unit_channel<C, I, SUB>(w);
+    store_unit<C, I + 1, SUB>(in, plane, off, w);
   }
 }
 

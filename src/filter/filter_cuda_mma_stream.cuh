@@ -55,6 +55,12 @@
 //      interleaves the two passes' product chains;
 //   4. one block barrier.
 // The window's slots rotate statically (the step loop is unrolled KS1 times).
+// Where every test of a step is known to pass (an interior strip, whole
+// blocks, rows inside the image), instances with two k-steps down and lo
+// products run a steady-state step with no branches at all, so that the
+// conversion and the loads interleave with the product chains (run 17).
+// Input bytes enter the tiles as fp16 subnormals b * 2^-24 (one PRMT per
+// pair, no subtraction); the factors carry the 2^24 (MmaStreamCoeffs::row).
 // Rows and columns beyond the image map through border_index as they are
 // loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
 // for, so their segments are shorter (kEdgeSegFactor).
@@ -72,7 +78,10 @@
 // 0.0145, gaussian:31 0.0244. Run 12 was the staging stride alone
 // (kOutStride: 0.160 -> 0.130 ms at 8K gaussian:9), run 13 the half last
 // k-step (HALF: 0.131 -> 0.121), run 14 the exact factors (LO false:
-// 0.122 -> 0.117), run 15 the bands (gaussian:21 0.227 -> 0.205).
+// 0.122 -> 0.117), run 15 the bands (gaussian:21 0.227 -> 0.205). Run 17
+// (H200, 8K, same call): flat addresses, subnormal-byte tiles and the
+// steady-state step, gaussian:9 0.108 -> 0.107, gaussian:11..17 0.134 ->
+// 0.122, gaussian:21 0.204 -> 0.193.
 #pragma once
 
 #include <cstdint>
@@ -107,6 +116,8 @@ constexpr int kBandMinRounds = 4;
 constexpr int kPrefetch = 2;
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
+/// 4 (128 registers) was measured and not kept (run 17): the fp16-exact
+/// instances fit it but ran no faster, the others spill.
 constexpr int min_blocks_per_sm(int channels, int ks1) { return channels * ks1 <= 6 ? 3 : 2; }
 }  // namespace mma_stream_tuning
 
@@ -117,13 +128,23 @@ __host__ __device__ constexpr bool mma_stream_half(int n, int shift) {
   return 15 + n + shift - 16 * (mma_ksteps(n, shift) - 1) <= 8;
 }
 
-/// Coefficients as given (not scaled) and the tile's alignment.
+/// floor(n / 16) for any sign of n.
+__host__ __device__ constexpr int floor_div16(int n) { return n >= 0 ? n / 16 : -((15 - n) / 16); }
+
+/// Coefficients (scaled, see row) and the tile's alignment.
 struct MmaStreamCoeffs {
   int nx, ny;
   int rx, ry;
   int ral;        ///< rx rounded up to 4: tile column 0 is image pixel x0 - ral
-  float row[32];  ///< horizontal factors
-  float col[32];  ///< vertical factors
+  /// The factors, scaled: the tiles hold each byte b as the fp16 subnormal
+  /// b * 2^-24 (one PRMT a pair, no subtraction), so the row factors carry
+  /// 2^row_scale and the column factors 2^(24 - row_scale), and the products
+  /// come out unscaled. row_scale is as large as keeps the row factors below
+  /// 2^15, so that pass 1's result (the input times 2^(row_scale - 24))
+  /// stays in fp16's normal range down to a small fraction of a grey level.
+  float row[32];  ///< horizontal factors, times 2^row_scale
+  float col[32];  ///< vertical factors, times 2^(24 - row_scale)
+  int row_scale;
   bool lo;        ///< a factor is not exact in fp16: the lo products run (the LO kernels)
   unsigned border_word;  ///< a constant border's value (a whole grey level) in each byte
 };
@@ -137,6 +158,7 @@ struct MmaStreamParams {
   int edge_seg_rows;   ///< rows per segment of the first and last strip (shorter: see kEdgeSegFactor)
   int edge_subs;       ///< edge-strip segments per band: ceil(seg_rows / edge_seg_rows)
   bool vec16_dst; ///< dst base and pitch are 16-byte aligned
+  std::ptrdiff_t src_pitch_warps;  ///< kWarps source rows, in bytes (a warp's next row to load)
 };
 
 template <int C, int KS1, int KS2>
@@ -207,16 +229,17 @@ struct MmaStreamLoads {
   /// pixels in a row (-1: a constant border's pixel), worked out once per
   /// block. `rows`: the block's 16 rows lie inside the image (no
   /// border_index).
+  /// `fast`: byte offset of the lane's unit in row yb + warp (used where
+  /// both `rows` and `cols` hold).
   __device__ __forceinline__ void issue(const MmaStreamParams& p, int yb, bool rows, bool cols, int x,
-                                        const int (&off)[4], bool active, int warp) {
+                                        const int (&off)[4], bool active, int warp, std::ptrdiff_t fast) {
     const FilterArgs<std::uint8_t>& a = p.a;
     // The common case first, with nothing after the loads that writes their
     // registers (a later write would wait for them: the prefetch would stall).
     if (rows && cols) {
 #pragma unroll
       for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
-        const unsigned* src =
-            reinterpret_cast<const unsigned*>(a.src.row(yb + warp + mma_stream_tuning::kWarps * j) + x * C);
+        const unsigned* src = reinterpret_cast<const unsigned*>(a.src.data + fast + j * p.src_pitch_warps);
 #pragma unroll
         for (int i = 0; i < C; ++i)
           if (active) w[j][i] = __ldg(src + i);
@@ -253,13 +276,26 @@ struct MmaStreamLoads {
     }
   }
 
-  /// Planar fp16 into `buf` (C planes of 16 rows x S halves).
+  /// The loads of a block whose rows and this lane's unit lie inside the
+  /// image (issue's first case, without its tests).
+  __device__ __forceinline__ void issue_inside(const MmaStreamParams& p, std::ptrdiff_t fast, bool active) {
+#pragma unroll
+    for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+      const unsigned* src = reinterpret_cast<const unsigned*>(p.a.src.data + fast + j * p.src_pitch_warps);
+#pragma unroll
+      for (int i = 0; i < C; ++i)
+        if (active) w[j][i] = __ldg(src + i);
+    }
+  }
+
+  /// Planar fp16 into `buf` (C planes of 16 rows x S halves), each byte b
+  /// as the subnormal b * 2^-24 (MmaStreamCoeffs::row_scale).
   template <int S>
   __device__ __forceinline__ void store(__half* buf, int units, int warp, int lane) const {
 #pragma unroll
     for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
       const int r = warp + mma_stream_tuning::kWarps * j;
-      if (lane < units) store_unit<C>(buf, 16 * S, r * S + 4 * lane, w[j]);
+      if (lane < units) store_unit<C, 0, true>(buf, 16 * S, r * S + 4 * lane, w[j]);
     }
   }
 };
@@ -303,6 +339,17 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   for (int s = 0; s < KS1; ++s)
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) toeplitz_b_fragment(vh[s][nt], vl[s][nt], k.col, k.ny, s, nt, lane);
+
+  // The flush's 16-byte chunks: 16 rows x C chunks of a warp's staging,
+  // lane + 32 it -> (row, chunk); a row of 16 marks a lane without one.
+  constexpr int kFlushIts = (16 * C + 31) / 32;
+  int fl_r[kFlushIts], fl_q[kFlushIts];
+#pragma unroll
+  for (int it = 0; it < kFlushIts; ++it) {
+    const int u = lane + 32 * it;
+    fl_r[it] = u < 16 * C ? u / C : 16;
+    fl_q[it] = u - (u / C) * C;
+  }
 
   // Work items: the rows are cut into bands of seg_rows; a band holds one
   // item per interior strip, then edge_subs shorter items for each edge
@@ -362,11 +409,16 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
       lane_px[e] = sx < 0 ? -1 : sx * C;
     }
+    // Byte offset of this lane's unit in the warp's first row of a block
+    // (rows then advance by kWarps rows: no address is formed from scratch
+    // per row).
+    const std::ptrdiff_t lane_src = static_cast<std::ptrdiff_t>(warp) * a.src.pitch + lx * C;
     auto issue = [&](int b) {
       if (b >= nb) return;
       const int yb = block_row(b);
       const bool rows = yb >= 0 && yb + 16 <= a.src.height;
-      with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp); });
+      const std::ptrdiff_t fast = static_cast<std::ptrdiff_t>(yb) * a.src.pitch + lane_src;
+      with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp, fast); });
     };
 
     // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15);
@@ -456,15 +508,13 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       __syncwarp();
       const int oy = y0 + 16 * j;
       if (vec_out) {
-        constexpr int kChunks = 16 * C;  // 16 rows x C 16-byte chunks
+        // Lane chunk it: staged row fl_r[it], 16-byte column fl_q[it] (lane constants).
+        std::uint8_t* const dst_j = a.dst.row(oy) + xw * C;
 #pragma unroll
-        for (int it = 0; it < (kChunks + 31) / 32; ++it) {
-          const int u = lane + 32 * it;
-          const int r = u / C, q = u - r * C;
-          if (u < kChunks && oy + r < y_lim)
-            *reinterpret_cast<uint4*>(a.dst.row(oy + r) + xw * C + 16 * q) =
-                *reinterpret_cast<const uint4*>(stage + r * G::kOutStride + 16 * q);
-        }
+        for (int it = 0; it < kFlushIts; ++it)
+          if (fl_r[it] < 16 && oy + fl_r[it] < y_lim)
+            *reinterpret_cast<uint4*>(dst_j + static_cast<std::ptrdiff_t>(fl_r[it]) * a.dst.pitch + 16 * fl_q[it]) =
+                *reinterpret_cast<const uint4*>(stage + fl_r[it] * G::kOutStride + 16 * fl_q[it]);
       } else {
         const int bytes = min(width - xw, 16) * C;
         for (int u = lane; u < 16 * 16 * C; u += 32) {
@@ -473,6 +523,17 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
         }
       }
       __syncwarp();  // the staging rows are read before pass 2 writes them again
+    };
+    // The same for a whole block of an interior strip (all 16 rows, 16-byte stores).
+    [[maybe_unused]] auto flush_whole = [&](int j) {
+      __syncwarp();
+      std::uint8_t* const dst_j = a.dst.row(y0 + 16 * j) + xw * C;
+#pragma unroll
+      for (int it = 0; it < kFlushIts; ++it)
+        if (fl_r[it] < 16)  // a lane constant: predicated stores
+          *reinterpret_cast<uint4*>(dst_j + static_cast<std::ptrdiff_t>(fl_r[it]) * a.dst.pitch + 16 * fl_q[it]) =
+              *reinterpret_cast<const uint4*>(stage + fl_r[it] * G::kOutStride + 16 * fl_q[it]);
+      __syncwarp();
     };
 
     // Prologue: block 0 converted, blocks 1 .. kPrefetch in flight.
@@ -494,20 +555,74 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       __syncthreads();
     });
 
-    for (int j0 = 0; j0 < nsteps; j0 += KS1) {
-      static_for<0, KS1>([&](auto pc) {
-        constexpr int P = decltype(pc)::value;
-        const int j = j0 + P;
-        if (j < nsteps) {  // uniform over the block
-          const int b = j + KS1 - 1;
-          if (j > 0) flush(j - 1);
-          if (b + 1 < nb) convert(b + 1);
-          issue(b + 1 + PF);
-          pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
-          pass2(pc);
-          __syncthreads();
+    constexpr bool kSteadyStep = KS1 == 2 && PF == 2 && LO && !HALF;
+    // The general step (any block: rows beyond the image, the edge strips,
+    // the segment's first and last steps).
+    auto step = [&](int j, auto pc) {
+      constexpr int P = decltype(pc)::value;
+      const int b = j + KS1 - 1;
+      if (j > 0) flush(j - 1);
+      if (b + 1 < nb) convert(b + 1);
+      issue(b + 1 + PF);
+      pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
+      pass2(pc);
+      __syncthreads();
+    };
+    // Steps [fast_begin, fast_end) (multiples of KS1) take the steady-state
+    // step instead: an interior strip, a step with a previous output block
+    // (whole: not the segment's last), a next block to convert and one to
+    // load whose rows all lie inside the image. Its flush, conversion, loads
+    // and products are one stretch of code without branches (the register set
+    // of a block is known at compile time: KS1 = kPrefetch = 2), so the
+    // scheduler interleaves the conversion and the loads with the product
+    // chains. Built where it was measured faster (notes, run 17): two k-steps
+    // down, the lo products, no half step (sides 11..17; 8K RGB gaussian:11..17
+    // -8%); the fp16-exact half-step instances (gaussian:5..9) were 2-10%
+    // slower with it.
+    int fast_begin = 0, fast_end = 0;
+    if constexpr (kSteadyStep) {
+      const bool fast_item = cols_inside && p.vec16_dst && x0 + G::kSW <= width;
+      if (fast_item) {
+        // Block b' = j + KS1 + PF is loaded at step j: rows y0 - ry + 16 b' .. + 15.
+        const int lo_rows = -floor_div16(y0 - k.ry) - KS1 - PF;  // first j with the block's rows >= 0
+        const int hi_rows = floor_div16(a.src.height - 16 - y0 + k.ry) - KS1 - PF + 1;  // past the last
+        const int lo = max(1, lo_rows), hi = min(nsteps - 1 - PF, hi_rows);
+        const int first = (lo + KS1 - 1) / KS1 * KS1;
+        if (hi - first >= KS1) {  // else no steady step: the general steps take the whole segment
+          fast_begin = first;
+          fast_end = first + (hi - first) / KS1 * KS1;
         }
-      });
+      }
+    }
+    int j0 = 0;
+#pragma unroll 1
+    for (int phase = 0; phase < 3; ++phase) {
+      if (phase == 1) {
+        if constexpr (kSteadyStep) {
+#pragma unroll 1
+          for (j0 = fast_begin; j0 < fast_end; j0 += KS1) {
+            static_for<0, KS1>([&](auto pc) {
+              constexpr int P = decltype(pc)::value;  // = the parity of the blocks converted and loaded
+              const int j = j0 + P;
+              const int b = j + KS1 - 1;
+              flush_whole(j - 1);
+              pre[P].template store<S>(buf0 + ((b + 1) & 1) * G::kBuf, units, warp, lane);
+              pre[P].issue_inside(p, static_cast<std::ptrdiff_t>(block_row(b + 1 + PF)) * a.src.pitch + lane_src,
+                                  lane_active);
+              pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
+              pass2(pc);
+              __syncthreads();
+            });
+          }
+          j0 = fast_end;
+        }
+        continue;
+      }
+      const int to = phase == 0 ? fast_begin : nsteps;
+      for (; j0 < to; j0 += KS1)
+        static_for<0, KS1>([&](auto pc) {
+          if (j0 + decltype(pc)::value < to) step(j0 + decltype(pc)::value, pc);  // uniform over the block
+        });
     }
     flush(nsteps - 1);
   }
