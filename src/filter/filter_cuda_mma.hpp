@@ -41,8 +41,9 @@ MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
 /// Fills `out` and returns true when the separable kernel row (nx taps) x col
 /// (ny taps) can take the streaming tensor-core path
 /// (filter_cuda_mma_stream.cuh) with this border: odd sides 3 to 31, finite
-/// coefficients that unscaled fp16 hi + lo parts hold to FP32 accuracy, an
-/// intermediate within fp16's range, and a constant border value that is a
+/// coefficients that fp16 hi + lo parts hold to FP32 accuracy once the row
+/// factors are scaled by 2^sh and the column factors by 2^(24 - sh), both
+/// below 2^15 (MmaStreamCoeffs::row), and a constant border value that is a
 /// whole grey level (0..255).
 bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                             MmaStreamCoeffs* out);

@@ -28,11 +28,13 @@
 // sides 5..9 and 19..25), that step is m16n8k8 on the first half of the
 // same operand registers (A: registers 0, 1; B: register 0).
 //
-// Accuracy (FP32-class). u8 values are exact in fp16; coefficients are split
-// into fp16 hi + lo (22 significant bits; not scaled, so that no multiply is
-// needed per output: lo may be subnormal, which costs at most 2^-25 per
-// coefficient and the host checks the sum against the FP32 kernels' own
-// rounding). Pass 1 forms hi*x + lo*x; its fp32 result is split into hi + lo
+// Accuracy (FP32-class). u8 values are exact in fp16 (as the subnormals
+// b * 2^-24, run 17); coefficients are split into fp16 hi + lo (22
+// significant bits), the row factors times 2^sh and the column factors times
+// 2^(24 - sh), so that the products come out unscaled and no multiply is
+// needed per output (MmaStreamCoeffs::row; the host checks what hi + lo miss,
+// and what the intermediate's hi + lo miss where it is subnormal, against the
+// FP32 kernels' own rounding). Pass 1 forms hi*x + lo*x; its fp32 result is split into hi + lo
 // again and pass 2 forms Dhi*Vhi + Dlo*Vhi + Dhi*Vlo. Where every factor is
 // exact in fp16 (LO false; built for sides 5..9, such as OpenCV's fixed
 // Gaussians 5, 7, 9 and binomials), the lo coefficient parts are zero and
@@ -577,7 +579,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     // scheduler interleaves the conversion and the loads with the product
     // chains. Built where it was measured faster (notes, run 17): two k-steps
     // down, the lo products, no half step (sides 11..17; 8K RGB gaussian:11..17
-    // -8%); the fp16-exact half-step instances (gaussian:5..9) were 2-10%
+    // -8 to -9%); the fp16-exact half-step instances (gaussian:5..9) were 2-10%
     // slower with it.
     int fast_begin = 0, fast_end = 0;
     if constexpr (kSteadyStep) {
