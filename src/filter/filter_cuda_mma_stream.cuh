@@ -226,6 +226,18 @@ template <int C>
 struct MmaStreamLoads {
   unsigned w[mma_stream_tuning::kRowsPerWarp][C];
 
+  /// The loads of a block whose rows and this lane's unit lie inside the
+  /// image (issue's first case; the steady-state step calls it directly).
+  __device__ __forceinline__ void issue_inside(const MmaStreamParams& p, std::ptrdiff_t fast, bool active) {
+#pragma unroll
+    for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+      const unsigned* src = reinterpret_cast<const unsigned*>(p.a.src.data + fast + j * p.src_pitch_warps);
+#pragma unroll
+      for (int i = 0; i < C; ++i)
+        if (active) w[j][i] = __ldg(src + i);
+    }
+  }
+
   /// `cols`: the lane's unit lies inside the image and the source allows
   /// word loads; otherwise `off` holds the byte offset of each of its 4
   /// pixels in a row (-1: a constant border's pixel), worked out once per
@@ -239,13 +251,7 @@ struct MmaStreamLoads {
     // The common case first, with nothing after the loads that writes their
     // registers (a later write would wait for them: the prefetch would stall).
     if (rows && cols) {
-#pragma unroll
-      for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
-        const unsigned* src = reinterpret_cast<const unsigned*>(a.src.data + fast + j * p.src_pitch_warps);
-#pragma unroll
-        for (int i = 0; i < C; ++i)
-          if (active) w[j][i] = __ldg(src + i);
-      }
+      issue_inside(p, fast, active);
       return;
     }
     if (!active) return;
@@ -275,18 +281,6 @@ struct MmaStreamLoads {
 #pragma unroll
         for (int i = 0; i < C; ++i) w[j][i] = v[i];
       }
-    }
-  }
-
-  /// The loads of a block whose rows and this lane's unit lie inside the
-  /// image (issue's first case, without its tests).
-  __device__ __forceinline__ void issue_inside(const MmaStreamParams& p, std::ptrdiff_t fast, bool active) {
-#pragma unroll
-    for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
-      const unsigned* src = reinterpret_cast<const unsigned*>(p.a.src.data + fast + j * p.src_pitch_warps);
-#pragma unroll
-      for (int i = 0; i < C; ++i)
-        if (active) w[j][i] = __ldg(src + i);
     }
   }
 
