@@ -109,6 +109,27 @@ TEST(ImageDevice, RoundTripThroughDeviceAndPinnedMemory) {
   EXPECT_TRUE(agrees(p, a.cview().sub(3, 2, 997, 330), 0.0));
 }
 
+// A device image's row padding is zeroed at allocation and stays so when
+// the pixels are written (so initcheck finds no uninitialised byte where a
+// kernel's clipped 16-byte copy of a row's end passes into it).
+TEST(ImageDevice, RowPaddingIsZeroedOnAllocation) {
+  PIXELKIT_REQUIRE_GPU();
+  const Image a = random_image(130, 7, 3, PixelType::u8, 11);  // 390-byte rows: padding on any pitch rule
+  Image d(130, 7, 3, PixelType::u8, Memory::device);
+  copy(a, d.view(), nullptr);
+  const std::ptrdiff_t pitch = d.view().pitch, row = 390;
+  ASSERT_GT(pitch, row);
+  // The whole allocation, padding included, as a one-channel image of pitch-byte rows.
+  const ConstImageView whole = make_view(d.view().data, static_cast<int>(pitch), 7, 1, PixelType::u8, Memory::device, pitch);
+  const Image h = clone(whole, Memory::host);
+  synchronize(nullptr);
+  for (int y = 0; y < 7; ++y) {
+    const auto* r = static_cast<const std::uint8_t*>(h.view().data) + y * h.view().pitch;
+    EXPECT_EQ(std::memcmp(r, static_cast<const std::uint8_t*>(a.view().data) + y * a.view().pitch, row), 0) << "row " << y;
+    for (std::ptrdiff_t x = row; x < pitch; ++x) ASSERT_EQ(r[x], 0) << "row " << y << ", padding byte " << x;
+  }
+}
+
 TEST(ImageDevice, WithoutCudaDeviceMemoryIsUnsupported) {
   if (built_with_cuda()) GTEST_SKIP() << "this build has CUDA";
   try {

@@ -110,7 +110,10 @@ void check_shape(int width, int height, int channels, PixelType type, const char
 class Image {
  public:
   Image() = default;
-  /// Allocates an uninitialised width x height x channels image. Throws
+  /// Allocates an uninitialised width x height x channels image (on the
+  /// device, the row padding past each row's last byte is zeroed, so that
+  /// compute-sanitizer's initcheck finds no uninitialised byte where a kernel's
+  /// clipped 16-byte copy of a row's end passes it). Throws
   /// invalid_argument for a bad shape, out_of_memory if allocation fails,
   /// unsupported for pinned/device memory in a build without CUDA.
   Image(int width, int height, int channels, PixelType type, Memory memory = Memory::host);

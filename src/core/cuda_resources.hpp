@@ -24,13 +24,26 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
   /// Ensures at least `bytes` are allocated (contents are not kept on growth).
+  /// A new allocation is zeroed once: buffers hold pitched rows whose padding
+  /// nothing writes, and a kernel that copies a row's last partial 16 bytes
+  /// by a clipped cp.async (the row-streaming 3x3 filter) reads only the
+  /// row's bytes, but compute-sanitizer's initcheck counts the instruction's
+  /// whole 16 and would report the padding as uninitialised. Synchronised,
+  /// because the library's streams do not wait for the legacy default stream.
   void reserve(std::size_t bytes) {
     if (bytes <= size_) return;
     if (ptr_) { cudaFree(ptr_); ptr_ = nullptr; size_ = 0; }
-    const cudaError_t e = cudaMalloc(&ptr_, bytes);
+    cudaError_t e = cudaMalloc(&ptr_, bytes);
     if (e != cudaSuccess) {
       ptr_ = nullptr;
       throw_cuda(e, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str(), __FILE__, __LINE__);
+    }
+    e = cudaMemsetAsync(ptr_, 0, bytes, nullptr);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+    if (e != cudaSuccess) {
+      cudaFree(ptr_);
+      ptr_ = nullptr;
+      throw_cuda(e, ("zeroing a new device buffer of " + std::to_string(bytes) + " bytes").c_str(), __FILE__, __LINE__);
     }
     size_ = bytes;
   }

@@ -160,6 +160,23 @@ Image::Image(int width, int height, int channels, PixelType type, Memory memory)
                 "cannot allocate a " + shape + " image on the GPU (" + std::to_string(row * height) +
                     " bytes needed, " + std::to_string(free_b) + " free): " + cudaGetErrorString(e));
   }
+  // Zero the row padding (pitch - row bytes past each row), once: a kernel
+  // that copies a row's last partial 16 bytes by a clipped cp.async (the
+  // row-streaming 3x3 filter) reads only the row's bytes, but
+  // compute-sanitizer's initcheck counts the instruction's whole 16 and
+  // would report the padding as uninitialised. Synchronised here, because the
+  // library's streams do not wait for the legacy default stream.
+  if (pitch > row) {
+    cudaError_t z = cudaMemset2DAsync(static_cast<char*>(p) + row, pitch, 0, pitch - row,
+                                      static_cast<std::size_t>(height), nullptr);
+    if (z == cudaSuccess) z = cudaStreamSynchronize(nullptr);
+    if (z != cudaSuccess) {
+      (void)cudaGetLastError();
+      cudaFree(p);
+      throw Error(Status::cuda, "cannot clear the row padding of a " + shape + " image on the GPU: " +
+                                    cudaGetErrorString(z));
+    }
+  }
   view_.data = p;
   view_.pitch = static_cast<std::ptrdiff_t>(pitch);
 #else

@@ -155,6 +155,14 @@ __device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* 
 #endif
 }
 
+/// Two words from shared memory (address from smem_addr), as an asm load so
+/// that the compiler keeps it where it stands (a plain load of data that never
+/// changes may be hoisted out of the loop into registers, which is what it
+/// stands in for).
+__device__ __forceinline__ void lds_v2(unsigned& r0, unsigned& r1, unsigned addr) {
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr) : "memory");
+}
+
 // cp.async (sm_80 up), shared by the tensor-core and row-streaming kernels.
 
 /// 16 bytes from global to shared memory.

@@ -70,6 +70,14 @@ constexpr int load_scheme(int kh) { return kh == 7 ? 2 : kh == 9 ? 1 : 0; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
 constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
+/// Kernel heights whose lo B fragments are read from shared memory, one
+/// 8-byte load per kernel row, instead of held in 2 KH registers: 9, where at
+/// the 80-register bound of 3 blocks the compiler ran one n-tile's 18
+/// products as a chain after the others (notes, run 18; H100, 8K RGB dense
+/// 9x9, two calls: 0.214 -> 0.206 ms, then 0.2076 -> 0.2063, medians of 5).
+/// The hi ones too (16 bytes a row, raw rows narrowed to make room) were 7%
+/// slower than neither.
+constexpr bool lo_b_in_smem(int kh) { return kh == 9; }
 }  // namespace mma_dense_tuning
 
 struct MmaDenseCoeffs {
@@ -104,7 +112,9 @@ struct MmaDenseGeom {
   static constexpr int kOutStride = kTW * C + 16;            ///< bytes per staged output row
   static constexpr int kGroups = 2 * C;                      ///< 32-column groups (per tile row block)
   static constexpr int kUnits = 4 * kGroups;                 ///< warp work units: 16 rows x 32 columns
-  static constexpr int kSmemBytes = kTileBytes + 2 * kRawBytes;
+  /// lo B fragments (mma_dense_tuning::lo_b_in_smem): KH x 32 lanes x 8 bytes.
+  static constexpr int kLoBBytes = mma_dense_tuning::lo_b_in_smem(KH) ? KH * 32 * 8 : 0;
+  static constexpr int kSmemBytes = kTileBytes + 2 * kRawBytes + kLoBBytes;
   static_assert((kS / 8) % 2 == 1, "ldmatrix rows must fall in different bank groups");
   static_assert(kTH * kOutStride <= kRawBytes, "the output tile is staged in a raw buffer");
   static_assert(kUnits % mma_dense_tuning::kWarps == 0, "units spread evenly over the warps");
@@ -152,6 +162,17 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       }
       split_half2(v[0], v[1], bh[ky][r], bl[ky][r]);
     }
+  // lo_b_in_smem: the lo fragments go to shared memory, lane-major per kernel
+  // row (warp 0 writes them, the first tile's barrier publishes them), and
+  // the products read them back row by row.
+  constexpr bool kLoSmem = LO && lo_b_in_smem(KH);
+  std::uint8_t* const lo_b = raw_base + 2 * G::kRawBytes;
+  [[maybe_unused]] const unsigned lo_b_s = smem_addr(lo_b) + 8 * lane;
+  if constexpr (kLoSmem) {
+    if (warp == 0)
+#pragma unroll
+      for (int ky = 0; ky < KH; ++ky) reinterpret_cast<uint2*>(lo_b)[ky * 32 + lane] = make_uint2(bl[ky][0], bl[ky][1]);
+  }
 
   // Fixed thread -> (row, column unit) maps for the row loops below: thread
   // tid serves unit tid % N of rows tid / N, + 256 / N, ... (no division in
@@ -323,17 +344,20 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
           ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
           ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
           ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
+          // This row's lo B fragments: registers, or shared memory (kLoSmem).
+          unsigned l0 = bl[ky][0], l1 = bl[ky][1];
+          if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
           mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
           mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
           mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
           mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
           mma_16816(acc[3], a3, bh[ky][0], bh[ky][1]);
           if constexpr (LO) {
-            mma_16816(acc[0], a0, bl[ky][0], bl[ky][1]);
-            mma_1688(acc[1], a0[2], a0[3], bl[ky][0]);
-            mma_1688(acc[1], a2[0], a2[1], bl[ky][1]);
-            mma_16816(acc[2], a2, bl[ky][0], bl[ky][1]);
-            mma_16816(acc[3], a3, bl[ky][0], bl[ky][1]);
+            mma_16816(acc[0], a0, l0, l1);
+            mma_1688(acc[1], a0[2], a0[3], l0);
+            mma_1688(acc[1], a2[0], a2[1], l1);
+            mma_16816(acc[2], a2, l0, l1);
+            mma_16816(acc[3], a3, l0, l1);
           }
         } else {
           // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
