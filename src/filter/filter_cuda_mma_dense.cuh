@@ -166,6 +166,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   // row (warp 0 writes them, the first tile's barrier publishes them), and
   // the products read them back row by row.
   constexpr bool kLoSmem = LO && lo_b_in_smem(KH);
+  static_assert(!kLoSmem || kLoads == 1, "only load scheme 1 reads the lo fragments back");
   std::uint8_t* const lo_b = raw_base + 2 * G::kRawBytes;
   [[maybe_unused]] const unsigned lo_b_s = smem_addr(lo_b) + 8 * lane;
   if constexpr (kLoSmem) {
