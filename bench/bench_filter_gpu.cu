@@ -24,7 +24,10 @@
 // cudaMemcpy D2D and by a copy kernel, bytes read + written / time, the
 // faster of the two); floor = (bytes read + written by the
 // filter) / copy bandwidth, and floor_frac = floor / time (1.0 = as fast as a
-// copy). GB/s counts the image read once and written once.
+// copy). Each size also times a plain copy kernel on its own buffers, the
+// same way (copy ms: what reading and writing the image once costs at that
+// size, launch and ramp included). GB/s counts the image read once and
+// written once.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -80,6 +83,7 @@ struct Row {
   int w = 0, h = 0;
   std::string kernel, path;
   double ms = 0, npp_ms = -1, floor_ms = 0;
+  double copy_ms = -1;  ///< a copy kernel on the same buffers, timed the same way
   double max_diff = 0, npp_diff = -1;
   bool ok = true;
   std::string check;
@@ -158,6 +162,16 @@ double time_launches(const std::function<void(int, cudaStream_t)>& enqueue, cuda
 __global__ void copy_kernel(const uint4* __restrict__ a, uint4* __restrict__ b, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) b[i] = a[i];
+}
+
+/// Copies a pitched image of `row_bytes` x `rows`, 16 bytes a thread (row
+/// bytes a multiple of 16): the per-size copy row of the table.
+__global__ void copy_rows_kernel(const char* __restrict__ a, std::size_t pitch_a, char* __restrict__ b,
+                                 std::size_t pitch_b, int row_units, int rows) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = i / row_units, u = i - y * row_units;
+  if (y < rows)
+    reinterpret_cast<uint4*>(b + y * pitch_b)[u] = reinterpret_cast<const uint4*>(a + y * pitch_a)[u];
 }
 
 /// Device copy bandwidth (bytes read + written per second) of 1 GiB, by
@@ -290,7 +304,24 @@ int main(int argc, char** argv) try {
       dsrc.push_back(pixelkit::clone(hsrc.cview(), Memory::device));
       ddst.emplace_back(w, h, 3, PixelType::u8, Memory::device);
     }
-    std::printf("== %dx%d RGB u8: %.1f MB, %d buffer set(s) ==\n", w, h, bytes / 1e6, nbuf);
+    // The same buffers copied by a plain kernel, timed as the filters are:
+    // what this size costs anything that reads and writes the image once
+    // (launch and ramp included), beside the floor from 1 GiB copies.
+    double copy_ms = -1;
+    if ((w * 3) % 16 == 0) {
+      const int units = w * 3 / 16, rows = h;  // (a lambda cannot capture a structured binding in C++17)
+      const unsigned blocks = static_cast<unsigned>((static_cast<long long>(units) * h + 255) / 256);
+      copy_ms = time_launches(
+          [&](int i, cudaStream_t s) {
+            const std::size_t b = static_cast<std::size_t>(i % nbuf);
+            copy_rows_kernel<<<blocks, 256, 0, s>>>(static_cast<const char*>(dsrc[b].cview().data), dsrc[b].pitch(),
+                                                    static_cast<char*>(ddst[b].view().data), ddst[b].pitch(), units, rows);
+            BENCH_CUDA(cudaGetLastError());
+          },
+          stream, opt.runs, opt.batch);
+    }
+    std::printf("== %dx%d RGB u8: %.1f MB, %d buffer set(s); copy kernel on these buffers %s ms (floor %.4f ms) ==\n",
+                w, h, bytes / 1e6, nbuf, fmt(copy_ms, 4).c_str(), 2.0 * bytes / bw * 1e3);
     std::fflush(stdout);
     const bool small = static_cast<long long>(w) * h <= 640 * 480;
 
@@ -301,6 +332,7 @@ int main(int argc, char** argv) try {
       row.kernel = k.separable ? "gauss" + std::to_string(k.width) : k.name;
       if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), row.kernel) == opt.only.end()) continue;
       row.floor_ms = 2.0 * bytes / bw * 1e3;
+      row.copy_ms = copy_ms;
       pixelkit::Filter2D f(k, border);
       pixelkit::RunInfo info;
       pixelkit::Options o;
@@ -409,27 +441,28 @@ int main(int argc, char** argv) try {
 
   // ---- report ----
   std::printf("\n%s, copy %.0f GB/s; floor = 2 x image bytes / copy bandwidth\n\n", prop.name, bw / 1e9);
-  std::printf("| size | kernel | ms | Mpix/s | GB/s | floor ms | floor/ms | NPP ms | ours/NPP | max diff | path |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| size | kernel | ms | Mpix/s | GB/s | floor ms | floor/ms | copy ms | ms/copy | NPP ms | ours/NPP | max diff | path |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const double mpix = r.ms > 0 ? r.w * double(r.h) / (r.ms * 1e3) : 0;
     const double gbs = r.ms > 0 ? 2.0 * r.w * r.h * 3 / (r.ms * 1e6) : 0;
-    std::printf("| %dx%d | %s | %s | %s | %s | %s | %s | %s | %s | %g%s | %s |\n", r.w, r.h, r.kernel.c_str(),
+    std::printf("| %dx%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %g%s | %s |\n", r.w, r.h, r.kernel.c_str(),
                 fmt(r.ms, 4).c_str(), fmt(mpix, 0).c_str(), fmt(gbs, 0).c_str(), fmt(r.floor_ms, 4).c_str(),
-                r.ms > 0 ? fmt(r.floor_ms / r.ms, 2).c_str() : "-", fmt(r.npp_ms, 4).c_str(),
+                r.ms > 0 ? fmt(r.floor_ms / r.ms, 2).c_str() : "-", fmt(r.copy_ms, 4).c_str(),
+                r.ms > 0 && r.copy_ms > 0 ? fmt(r.ms / r.copy_ms, 2).c_str() : "-", fmt(r.npp_ms, 4).c_str(),
                 r.npp_ms > 0 && r.ms > 0 ? fmt(r.ms / r.npp_ms, 2).c_str() : "-", r.max_diff, r.ok ? "" : " FAIL",
                 r.path.c_str());
   }
   if (!opt.csv.empty()) {
     std::ofstream out(opt.csv);
-    out << "impl,width,height,kernel,ms,mpix_s,gb_s,floor_ms,floor_frac,npp_ms,ours_over_npp,max_diff,ok,path\n";
+    out << "impl,width,height,kernel,ms,mpix_s,gb_s,floor_ms,floor_frac,npp_ms,ours_over_npp,max_diff,ok,path,copy_ms\n";
     for (const Row& r : rows) {
       out << "pixelkit," << r.w << ',' << r.h << ',' << r.kernel << ',' << r.ms << ','
           << (r.ms > 0 ? r.w * double(r.h) / (r.ms * 1e3) : 0) << ','
           << (r.ms > 0 ? 2.0 * r.w * r.h * 3 / (r.ms * 1e6) : 0) << ',' << r.floor_ms << ','
           << (r.ms > 0 ? r.floor_ms / r.ms : 0) << ',' << r.npp_ms << ','
           << (r.npp_ms > 0 && r.ms > 0 ? r.ms / r.npp_ms : -1) << ',' << r.max_diff << ',' << (r.ok ? 1 : 0) << ",\""
-          << r.path << "\"\n";
+          << r.path << "\"," << r.copy_ms << "\n";
     }
   }
   cudaStreamDestroy(stream);

@@ -719,6 +719,52 @@ TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {
   }
 }
 
+TEST(FilterCuda, TensorCoreDenseLaunchesOnManyStreamsKeepTheirTiles) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  // The dense kernel hands tiles out through a counter that its last block
+  // zeroes; launches on one stream share a counter slot, launches on other
+  // streams get their own, and streams beyond the first 32 walk their tiles
+  // in a fixed order. One Filter2D, 40 streams, three launches each, queued
+  // before any is waited for; 47 x 41 tiles, more than 4 per block that an
+  // H100 or H200 holds at once (3 per SM), so on the first 32 streams blocks
+  // take their tiles from the counter (mma_dense_tuning::kDynamicMinRounds).
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  const Image host = random_image(3000, 2600, 3, PixelType::u8, 91);
+  const Kernel k = random_kernel(9, 9, 92);
+  const Border b{BorderMode::reflect101, 0};
+  const Image want = run(Backend::ref, host, k, b);
+  const Image src = clone(host.cview(), Memory::device);
+  Filter2D f(k, b);
+  constexpr int kStreams = 40, kRounds = 3;
+  std::vector<cudaStream_t> streams(kStreams);
+  for (auto& st : streams) ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<Image> dst;
+  for (int i = 0; i < kStreams; ++i) dst.emplace_back(host.width(), host.height(), 3, PixelType::u8, Memory::device);
+  RunInfo info;
+  for (int r = 0; r < kRounds; ++r)
+    for (int i = 0; i < kStreams; ++i) {
+      Options o;
+      o.backend = Backend::cuda;
+      o.stream = reinterpret_cast<stream_t>(streams[static_cast<std::size_t>(i)]);
+      o.info = &info;
+      // Each launch's output starts poisoned, so a tile the last round
+      // skipped cannot hide behind an earlier round's result.
+      const ImageView d = dst[static_cast<std::size_t>(i)].view();
+      ASSERT_EQ(cudaMemset2DAsync(d.data, static_cast<std::size_t>(d.pitch), 0x5a, static_cast<std::size_t>(d.width) * 3,
+                                  static_cast<std::size_t>(d.height), streams[static_cast<std::size_t>(i)]),
+                cudaSuccess);
+      f(src.cview(), d, o);
+    }
+  EXPECT_NE(info.path.find("dense tensor cores"), std::string::npos) << info.path;
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_EQ(cudaStreamSynchronize(streams[static_cast<std::size_t>(i)]), cudaSuccess);
+    EXPECT_TRUE(agrees(clone(dst[static_cast<std::size_t>(i)].cview(), Memory::host), want)) << "stream " << i;
+  }
+  for (auto& st : streams) cudaStreamDestroy(st);
+#endif
+}
+
 TEST(FilterCuda, TensorCoreDensePathDeclinesWhatItCannotDoExactly) {
   PIXELKIT_REQUIRE_GPU();
   // Declined: a constant border value fp16 cannot hold, a source whose rows

@@ -78,6 +78,9 @@ Kernel parse_kernel(const std::string& spec);
 /// Host images (pageable or pinned) are filtered through device buffers in
 /// horizontal strips on several streams so that upload, compute and download
 /// overlap; the call returns when dst holds the result.
+///
+/// One Filter2D may be used on several streams, but is not safe to call from
+/// several threads at once: use one per thread.
 class Filter2D {
  public:
   explicit Filter2D(const Kernel& kernel, const Border& border = {});

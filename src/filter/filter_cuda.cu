@@ -393,6 +393,9 @@ class CudaFilterImpl final : public CudaFilter {
           p.a = args<T>(src, dst, y_begin, y_end, 4);
           p.k = mma_dense_;
           p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+          bool own_counter = false;
+          p.tile_counter = tile_counter(stream, &own_counter);
+          p.dynamic = own_counter && tiles >= mma_dense_tuning::kDynamicMinRounds * resident;
           launch_persistent(ki, mma_dense_tuning::kThreads, std::min(tiles, resident), &p, stream);
           PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
           return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
@@ -506,6 +509,22 @@ class CudaFilterImpl final : public CudaFilter {
                                        static_cast<std::size_t>(ki.smem_bytes), stream));
   }
 
+  /// The dense tensor-core kernel's tile counter for launches on `stream`
+  /// (two words, zero between launches: the kernel's last block zeroes them).
+  /// Launches that share a counter must be ordered, so each of the first
+  /// kTileCounterSlots streams this filter sees gets its own (*own = true);
+  /// later streams share one more slot and walk their tiles in the fixed
+  /// order (the kernel still counts its blocks there, but nothing reads it).
+  static constexpr std::size_t kTileCounterSlots = 32;
+  unsigned* tile_counter(cudaStream_t stream, bool* own) {
+    if (tile_counters_.size() == 0) tile_counters_.reserve((kTileCounterSlots + 1) * 2 * sizeof(unsigned));
+    std::size_t slot = 0;
+    while (slot < counter_streams_.size() && counter_streams_[slot] != stream) ++slot;
+    if (slot == counter_streams_.size() && slot < kTileCounterSlots) counter_streams_.push_back(stream);
+    *own = slot < kTileCounterSlots;
+    return tile_counters_.as<unsigned>() + 2 * slot;
+  }
+
   /// One device attribute, read again only when the current device changes.
   struct CachedDeviceAttr {
     int device = -1, value = 0;
@@ -549,6 +568,10 @@ class CudaFilterImpl final : public CudaFilter {
 
   std::vector<KernelAttr> attrs_;
   CachedDeviceAttr sm_count_, cc_major_;
+
+  // The dense tensor-core kernel's tile counters (tile_counter).
+  DeviceBuffer tile_counters_;
+  std::vector<cudaStream_t> counter_streams_;
 
   // run_host resources, all grow-only and created on first use.
   DeviceBuffer d_src_, d_dst_;

@@ -29,7 +29,8 @@
 // coefficients are all exact in fp16 (integer kernels, gaussian:3, ...) run
 // the LO = false instance, without the lo products.
 //
-// Pipeline. A persistent grid; each block walks tiles of 64 pixels x 64 rows.
+// Pipeline. A persistent grid; each block walks tiles of 64 pixels x 64 rows
+// (the edge columns' tiles first, then row-major).
 // The raw u8 rows of the next tile (16 pixels of margin each side, so every
 // 16-byte copy is aligned) travel by cp.async into one of two raw buffers
 // while the current tile is converted to fp16, multiplied and stored; the
@@ -78,6 +79,14 @@ constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
 /// The hi ones too (16 bytes a row, raw rows narrowed to make room) were 7%
 /// slower than neither.
 constexpr bool lo_b_in_smem(int kh) { return kh == 9; }
+/// Blocks take their tiles from a counter (MmaDenseParams::dynamic) where
+/// there are at least this many tiles per block. Each block asks for its next
+/// tile when it starts the current one, so in a short run the blocks that
+/// started first, not those that end first, take the extra tiles (notes, run
+/// 19; H100, RGB, ms: 8K, 20.6 tiles a block, dense 9x9 0.1999 -> 0.1891,
+/// 7x7 0.1835 -> 0.1738, 5x5 0.1497 -> 0.1437; 1080p, 1.3 tiles a block,
+/// 9x9 0.0326 -> 0.0354, 7x7 0.0294 -> 0.0316).
+constexpr int kDynamicMinRounds = 4;
 }  // namespace mma_dense_tuning
 
 struct MmaDenseCoeffs {
@@ -91,6 +100,14 @@ struct MmaDenseParams {
   FilterArgs<std::uint8_t> a;
   MmaDenseCoeffs k;
   bool vec16_dst;  ///< dst base and pitch are 16-byte aligned
+  /// Two words, zero between launches: the next tile to hand out (beyond the
+  /// first gridDim.x) and the blocks done. The launch's last block zeroes
+  /// them again, so dynamic launches that share them must be stream-ordered
+  /// (others only count their blocks there).
+  unsigned* tile_counter;
+  /// Tiles after the first come from tile_counter (else block b takes tiles
+  /// b, b + gridDim.x, ...): mma_dense_tuning::kDynamicMinRounds.
+  bool dynamic;
 };
 
 /// Planar tile when the horizontal reach in interleaved elements exceeds 4.
@@ -187,9 +204,26 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   constexpr int kOutRowsStep = kThreads / kVecRow;
   const int out_q = tid % kVecRow, out_r = tid / kVecRow;
 
-  // Tile coordinates, advanced by gridDim.x tiles per step without dividing.
-  const int step_y = gridDim.x / tiles_x, step_x = gridDim.x - step_y * tiles_x;
-  int tx = blockIdx.x % tiles_x, ty = blockIdx.x / tiles_x;
+  // Tile order: edge tiles (the first and last column, which take the slow
+  // border path of the conversion) first, then the interior row-major.
+  // Block b takes tile b first; with p.dynamic every
+  // later tile comes from p.tile_counter, so blocks that run faster take more
+  // tiles and the SMs end together (a fixed round-robin left the busiest SM
+  // of an H100 7% above the mean at 8K: notes, run 19).
+  const int tiles_y = n_tiles / tiles_x;
+  const int n_edge = tiles_x > 2 ? 2 * tiles_y : 0;
+  auto tile_at = [&](int tl, int& tx, int& ty) {
+    if (tl < n_edge) {
+      ty = tl >> 1;
+      tx = (tl & 1) ? tiles_x - 1 : 0;
+    } else {
+      const int w = n_edge ? tiles_x - 2 : tiles_x, j = tl - n_edge;
+      ty = j / w;
+      tx = j - ty * w + (n_edge ? 1 : 0);
+    }
+  };
+  int tx, ty;
+  tile_at(blockIdx.x, tx, ty);
   auto x_inside = [&](int px0) { return px0 - kMarginPx >= 0 && px0 + kTilePx + kMarginPx <= width; };
 
   // Raw rows of the tile at (px0, y0) -> raw buffer, by cp.async. Rows past
@@ -217,23 +251,29 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
 
   if (blockIdx.x < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_base);
   cp_async_commit();
+  // The next tile, handed out by thread 0 one tile ahead and published by the
+  // barriers (read after the top one, rewritten after the second one).
+  __shared__ int next_tile;
+  auto grab = [&]() {
+    if (p.dynamic) next_tile = static_cast<int>(gridDim.x + atomicAdd(p.tile_counter, 1u));
+    else next_tile += gridDim.x;
+  };
+  if (tid == 0) {
+    next_tile = blockIdx.x;
+    grab();
+  }
 
-  for (int tl = blockIdx.x, it = 0; tl < n_tiles; tl += gridDim.x, ++it) {
+  for (int tl = blockIdx.x, it = 0; tl < n_tiles; ++it) {
     std::uint8_t* const raw = raw_base + (it & 1) * G::kRawBytes;
     std::uint8_t* const raw_next = raw_base + ((it + 1) & 1) * G::kRawBytes;
     const int px0 = tx * kTilePx, y0 = a.y_begin + ty * kTileRows;
     const int ys = y0 - k.ry;
-    tx += step_x;
-    ty += step_y;
-    if (tx >= tiles_x) {
-      tx -= tiles_x;
-      ++ty;
-    }
 
     cp_async_wait<0>();
     __syncthreads();  // this tile's raw rows are in; the previous tile's output has left raw_next
-    if (tl + static_cast<int>(gridDim.x) < n_tiles && x_inside(tx * kTilePx))
-      issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_next);
+    const int nxt = next_tile;
+    tile_at(nxt, tx, ty);
+    if (nxt < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_next);
     cp_async_commit();
 
     // ---- 1. raw u8 -> fp16 tile ----
@@ -300,6 +340,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       }
     }
     __syncthreads();
+    if (tid == 0 && nxt < n_tiles) grab();  // every thread read next_tile before this barrier
 
     // ---- 2. products; the u8 results are staged in `raw` ----
     std::uint8_t* const out_s = raw;
@@ -417,8 +458,18 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
         }
       }
     }
+    tl = nxt;
   }
   cp_async_wait<0>();
+  // The launch's last block zeroes the counter for the next launch.
+  if (tid == 0) {
+    __threadfence();
+    if (atomicAdd(p.tile_counter + 1, 1u) == gridDim.x - 1) {
+      p.tile_counter[0] = 0;
+      p.tile_counter[1] = 0;
+      __threadfence();
+    }
+  }
 #else
   (void)p;
 #endif
