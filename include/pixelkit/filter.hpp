@@ -80,7 +80,10 @@ Kernel parse_kernel(const std::string& spec);
 /// overlap; the call returns when dst holds the result.
 ///
 /// One Filter2D may be used on several streams, but is not safe to call from
-/// several threads at once: use one per thread.
+/// several threads at once: use one per thread. Destroying one that has run
+/// the dense tensor-core kernel waits for the device (the kernel may still be
+/// using the filter's tile counters), so the one-shot filter2d() returns only
+/// when such work is done.
 class Filter2D {
  public:
   explicit Filter2D(const Kernel& kernel, const Border& border = {});

@@ -254,8 +254,11 @@ class CudaFilterImpl final : public CudaFilter {
   }
 
   ~CudaFilterImpl() override {
-    // Work queued by run_host has always completed before it returned; nothing
-    // of ours can still be in flight here.
+    // Work queued by run_host has always completed before it returned. A dense
+    // tensor-core launch on a caller's stream may still be running and using
+    // tile_counters_, so wait for the device before ~DeviceBuffer frees them
+    // (cudaFree may synchronise by itself, but is not documented to).
+    if (tile_counters_.size() != 0) (void)cudaDeviceSynchronize();
   }
 
   std::string run_device(const ConstImageView& src, const ImageView& dst, stream_t stream) override {
@@ -516,6 +519,8 @@ class CudaFilterImpl final : public CudaFilter {
   /// later streams share one more slot and walk their tiles in the fixed
   /// order (the kernel still counts its blocks there, but nothing reads it).
   static constexpr std::size_t kTileCounterSlots = 32;
+  /// Allocated at the first dense launch (a cudaMalloc and a synchronised
+  /// zeroing), so that launch must not be inside a stream capture.
   unsigned* tile_counter(cudaStream_t stream, bool* own) {
     if (tile_counters_.size() == 0) tile_counters_.reserve((kTileCounterSlots + 1) * 2 * sizeof(unsigned));
     std::size_t slot = 0;
