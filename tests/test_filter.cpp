@@ -542,6 +542,15 @@ TEST(FilterCuda, TensorCoreStreamingSeparableKernelsAgreeWithRef) {
       sweep_device_against_ref(sizes, kernels, 1300, tc, "tensor cores streaming", {"gaussian"});
   std::printf("streaming tensor cores vs ref, Gaussians: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+  {
+    // The fp16 instances for the kernels the integer ones take by default
+    // (Gaussians 5..9 and the fp16-exact 9x5: no lo products).
+    ScopedEnv int_off("PIXELKIT_CUDA_FILTER_INT", "off");
+    const std::vector<Kernel> exact = {Kernel::gaussian(5), Kernel::gaussian(9), kernels[kernels.size() - 2]};
+    const std::vector<SweepSize> few = {{7, 3, 4}, {65, 33, 3}, {129, 64, 3}, {80, 17, 1}};
+    const auto [d, n] = sweep_device_against_ref(few, exact, 1400, tc, "fp16-exact factors", {"gaussian"});
+    EXPECT_LE(d, n / 1000) << d << " of " << n << " elements off by one";
+  }
   // A large image through host strips (several launches with y ranges), and
   // a sub-view whose rows are not 4-byte aligned (every block on the edge path).
   check_host_strips_and_unaligned_sub_view(78, {"gaussian:31", "gaussian:9", "box:13"}, tc ? "tensor cores streaming" : nullptr);
@@ -593,17 +602,24 @@ TEST(FilterCuda, TensorCoreStreamingIsTheAutomaticPathForSeparableKernelsAbove3x
     EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
     EXPECT_EQ(path.find("tensor cores streaming") != std::string::npos, want && tc) << spec << " " << path;
   }
-  // Factors exact in fp16 skip the lo products (run 14): OpenCV's fixed
-  // Gaussians 5..9; not a Gaussian with its own sigma, nor box:N (1/N).
+  // Whole-number factors over a power of two take the integer instances (run
+  // 20): OpenCV's fixed Gaussians 5..9; not a Gaussian with its own sigma, nor
+  // box:N (1/N). With those off (PIXELKIT_CUDA_FILTER_INT=off), factors exact
+  // in fp16 skip the lo products instead (run 14).
   if (tc) {
-    for (const auto& [spec, exact] : {std::pair{"gaussian:5", true}, std::pair{"gaussian:7", true},
-                                      std::pair{"gaussian:9", true}, std::pair{"gaussian:9:1.5", false},
-                                      std::pair{"gaussian:11", false}, std::pair{"box:7", false}}) {
-      std::string path;
-      const Kernel k = parse_kernel(spec);
-      EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
-      EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << spec << " " << path;
-      EXPECT_EQ(path.find("fp16-exact factors") != std::string::npos, exact) << spec << " " << path;
+    for (const char* int_env : {"", "off"}) {
+      ScopedEnv int_switch("PIXELKIT_CUDA_FILTER_INT", int_env);
+      const bool int_on = *int_env == '\0';
+      for (const auto& [spec, exact] : {std::pair{"gaussian:5", true}, std::pair{"gaussian:7", true},
+                                        std::pair{"gaussian:9", true}, std::pair{"gaussian:9:1.5", false},
+                                        std::pair{"gaussian:11", false}, std::pair{"box:7", false}}) {
+        std::string path;
+        const Kernel k = parse_kernel(spec);
+        EXPECT_TRUE(agrees(run_device(small, k, b, &path), run(Backend::ref, small, k, b))) << spec << " " << path;
+        EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << spec << " " << path;
+        EXPECT_EQ(path.find("integer factors") != std::string::npos, exact && int_on) << spec << " " << path;
+        EXPECT_EQ(path.find("fp16-exact factors") != std::string::npos, exact && !int_on) << spec << " " << path;
+      }
     }
   }
   // 16384 x 1024 = 16.8 M pixels (until run 12, 5x5 and 7x7 left the streaming kernel from 16 M).
@@ -654,6 +670,67 @@ TEST(FilterCuda, TensorCoreStreamingPathDeclinesWhatItCannotDoExactly) {
     EXPECT_TRUE(agrees(out, run(Backend::ref, src, c.k, c.border))) << c.k.name << " " << info.path;
     const bool took = info.path.find("tensor cores streaming") != std::string::npos;
     EXPECT_EQ(took, c.want && device_has_tensor_core_path()) << c.k.name << " " << info.path;
+  }
+}
+
+// The streaming kernel's integer instances (run 20 of the notes): kernels that
+// are exactly q[y] * p[x] / 2^a with whole numbers 0..255 run on u8 x u8
+// products with exact sums, rounded once (ties to even, as ref), so they agree
+// with ref exactly, not within one grey level: OpenCV's fixed Gaussians 5..9,
+// binomials, non-square ones, sides up to 17, every border, 1/3/4 channels,
+// widths around the 64-pixel strip, heights around the 16-row step, and a
+// random image with many exact .5 ties (a 3x3 binomial over 16).
+TEST(FilterCuda, TensorCoreStreamingIntegerKernelsAreExact) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  const std::vector<Kernel> kernels = {
+      Kernel::gaussian(5), Kernel::gaussian(7), Kernel::gaussian(9), parse_kernel("1,2,1;2,4,2;1,2,1/16"),
+      Kernel::from_factors({1.0f / 16, 4.0f / 16, 6.0f / 16, 4.0f / 16, 1.0f / 16}, {0.25f, 0.5f, 0.25f}, "5x3"),
+      Kernel::from_factors({0.5f, 0.5f, 0.0f}, std::vector<float>(17, 1.0f / 32), "3x17"),
+      Kernel::from_factors(std::vector<float>(17, 3.0f / 64), {0.125f, 0.25f, 0.25f, 0.25f, 0.125f}, "17x5"),
+      Kernel::from_factors({1, 255, 1}, {1.0f / 1024, 1.0f / 1024, 0.0f}, "3x3 large p")};
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {65, 33, 3},
+                                        {130, 97, 4}, {129, 64, 3}, {80, 17, 1}, {47, 100, 3}};
+  std::uint32_t seed = 1500;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const auto& k : kernels)
+      for (const auto& b : all_borders()) {
+        std::string path;
+        const Image got = run_device(src.cview(), k, b, &path);
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_EQ(count_differing(got, want), 0) << path << ", " << label(src, k, b);
+        if (tc) EXPECT_NE(path.find("integer factors"), std::string::npos) << path << ", " << label(src, k, b);
+      }
+  }
+  // Long segments and the band walk (blocks carry their window from item to
+  // item), the steady rows of a tall image, a constant border of 255.
+  const Image tall = random_image(1000, 1200, 3, PixelType::u8, 1600);
+  for (const char* bands : {"", "32"}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 255}}) {
+      std::string path;
+      const Kernel k = Kernel::gaussian(9);
+      EXPECT_EQ(count_differing(run_device(tall, k, b, &path), run(Backend::ref, tall, k, b)), 0)
+          << to_string(b) << " bands " << bands << " " << path;
+      if (tc) EXPECT_NE(path.find("integer factors"), std::string::npos) << path;
+    }
+  }
+  // Declined, each still within one grey level of ref on the fp16 instances:
+  // negative factors, a gain above 1 (outputs beyond 255), pass 1's sums beyond
+  // 16 bits (255 * 3 * 255), a side of 19, factors that are no whole numbers
+  // over a power of two.
+  const Image src = random_image(150, 70, 3, PixelType::u8, 1601);
+  const Border b{BorderMode::reflect101, 0};
+  for (const Kernel& k : {parse_kernel("1,-2,1;2,-4,2;1,-2,1/16"), parse_kernel("1,2,1;2,4,2;1,2,1/8"),
+                          Kernel::from_factors({255, 255, 255}, {1.0f / 65536, 0.0f, 0.0f}, "3x3 sums beyond 16 bits"),
+                          Kernel::from_factors(std::vector<float>(19, 1.0f / 32), {0.25f, 0.5f, 0.25f}, "19x3"),
+                          Kernel::gaussian(9, 1.5), Kernel::box(5)}) {
+    std::string path;
+    EXPECT_TRUE(agrees(run_device(src, k, b, &path), run(Backend::ref, src, k, b))) << k.name << " " << path;
+    EXPECT_EQ(path.find("integer factors"), std::string::npos) << k.name << " " << path;
+    if (tc) EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << k.name << " " << path;
   }
 }
 

@@ -6,9 +6,11 @@
 //       destination 16-byte aligned, constant     strips row by row, filter_cuda_stream.cuh, sm_80
 //       border value a whole grey level           up (PIXELKIT_CUDA_FILTER_STREAM=off: never;
 //                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
-//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H>: tensor
+//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
-//       level                                     filter_cuda_mma_stream.cuh, sm_80 up
+//       level                                     filter_cuda_mma_stream.cuh, sm_80 up; whole-number
+//                                                 factors over a power of two: its exact INT
+//                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never)
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
 //                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
@@ -90,6 +92,15 @@ MmaPolicy mma_policy() {
   if (s == "dense") return MmaPolicy::dense;
   if (s == "stream") return MmaPolicy::stream;
   return MmaPolicy::automatic;
+}
+
+/// PIXELKIT_CUDA_FILTER_INT=off: the streaming tensor-core kernel never takes
+/// its integer instances (notes, run 20; the benchmark and tests compare them
+/// with the fp16 ones); unset or anything else: it takes them where the
+/// factors allow (make_mma_stream_integer).
+bool int_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_INT");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
 }
 
 /// PIXELKIT_CUDA_FILTER_STREAM=off: never take the row-streaming kernel (the
@@ -195,6 +206,9 @@ class CudaFilterImpl final : public CudaFilter {
     mma_stream_ok_ = kernel.separable &&
                      (policy == MmaPolicy::stream || (policy == MmaPolicy::automatic && kw_ * kh_ > 9)) &&
                      make_mma_stream_coeffs(kernel.row.data(), kw_, kernel.col.data(), kh_, border, &mma_stream_);
+    // Whole-number factors over a power of two (OpenCV's fixed Gaussians 5,
+    // 7, 9; binomials) take its integer instances: exact, and faster (run 20).
+    if (mma_stream_ok_ && int_enabled()) (void)make_mma_stream_integer(kernel.coeffs.data(), &mma_stream_);
     // The tiled separable tensor-core kernel where it beat the FP32 passes
     // (run 8, same machine, 1080p / 4K / 8K): their time hardly depends on
     // the taps within a k-step class, so they win from gaussian:13 up while
@@ -382,7 +396,8 @@ class CudaFilterImpl final : public CudaFilter {
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
         return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) +
-               (mma_stream_.lo ? "" : " fp16-exact factors") + (bands ? " in bands" : "") + shape;
+               (mma_stream_.integer ? " integer factors" : mma_stream_.lo ? "" : " fp16-exact factors") +
+               (bands ? " in bands" : "") + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.

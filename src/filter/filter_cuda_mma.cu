@@ -5,7 +5,9 @@
 // the other paths.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
+#include <numeric>
 
 #include <cuda_fp16.h>
 
@@ -79,10 +81,10 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo) {
   }
 }
 
-template <int C, int KS1, int KS2, bool HALF = false, bool LO = true>
+template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false>
 MmaKernelInfo stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO>),
-          MmaStreamGeom<C, KS1, KS2>::kSmemBytes};
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT>),
+          MmaStreamGeom<C, KS1, KS2, INT>::kSmemBytes};
 }
 
 // The half-step rule at the sides it is meant for (shift = ral - rx).
@@ -92,7 +94,8 @@ static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(
               "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
 
 template <int C>
-MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo) {
+MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo, bool integer) {
+  if (integer) return stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
   // Half last steps only where both passes take the same k-steps (square
   // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
   // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
@@ -189,10 +192,76 @@ MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
   const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   switch (channels) {
-    case 1: return stream_pick<1>(ks1, ks2, half, k.lo);
-    case 3: return stream_pick<3>(ks1, ks2, half, k.lo);
-    default: return stream_pick<4>(ks1, ks2, half, k.lo);
+    case 1: return stream_pick<1>(ks1, ks2, half, k.lo, k.integer);
+    case 3: return stream_pick<3>(ks1, ks2, half, k.lo, k.integer);
+    default: return stream_pick<4>(ks1, ks2, half, k.lo, k.integer);
   }
+}
+
+bool make_mma_stream_integer(const float* coeffs, MmaStreamCoeffs* k) {
+  const int nx = k->nx, ny = k->ny;
+  // One k32 step each way (sides up to 17, the row band's shift included).
+  if (mma_ksteps(ny, 0) > 2 || mma_ksteps(nx, k->ral - k->rx) > 2) return false;
+  auto at = [&](int y, int x) { return static_cast<double>(coeffs[static_cast<std::size_t>(y) * nx + x]); };
+  // Non-negative coefficients (u8 x u8 products), not all zero.
+  int px = 0, py = 0;
+  for (int y = 0; y < ny; ++y)
+    for (int x = 0; x < nx; ++x) {
+      if (!(at(y, x) >= 0.0)) return false;  // negative or NaN
+      if (at(y, x) > at(py, px)) py = y, px = x;
+    }
+  if (at(py, px) == 0.0) return false;
+  // Column factors: the pivot's column times the smallest power of two that
+  // makes it whole numbers, divided by their common divisor.
+  auto whole_after = [](const double* v, int n, int e) {
+    for (int i = 0; i < n; ++i)
+      if (std::ldexp(v[i], e) != std::floor(std::ldexp(v[i], e))) return false;
+    return true;
+  };
+  double cv[32];
+  for (int y = 0; y < ny; ++y) cv[y] = at(y, px);
+  int b = 0;
+  while (!whole_after(cv, ny, b))
+    if (++b > 40) return false;
+  for (int y = 0; y < ny; ++y)
+    if (std::ldexp(cv[y], b) > 0x1p52) return false;  // whole numbers a long long holds exactly
+  long long q[32] = {};
+  long long gq = 0;
+  for (int y = 0; y < ny; ++y) {
+    q[y] = static_cast<long long>(std::ldexp(cv[y], b));
+    gq = std::gcd(gq, q[y]);
+  }
+  for (int y = 0; y < ny; ++y)
+    if ((q[y] /= gq) > 255) return false;
+  // Row factors: the pivot's row over its column factor, times the smallest
+  // power of two 2^a that makes every one a whole number up to 255.
+  double u[32];
+  for (int x = 0; x < nx; ++x) u[x] = at(py, x) / static_cast<double>(q[py]);
+  int a = 0;
+  while (!whole_after(u, nx, a))
+    if (++a > 30) return false;
+  long long p[32] = {};
+  long long sp = 0, sq = 0;
+  for (int x = 0; x < nx; ++x) {
+    p[x] = static_cast<long long>(std::ldexp(u[x], a));
+    if (p[x] > 255) return false;
+    sp += p[x];
+  }
+  for (int y = 0; y < ny; ++y) sq += q[y];
+  // Exactly the kernel: q[y] * p[x] / 2^a is every coefficient, bit for bit.
+  for (int y = 0; y < ny; ++y)
+    for (int x = 0; x < nx; ++x)
+      if (static_cast<double>(q[y] * p[x]) != std::ldexp(at(y, x), a)) return false;
+  // Pass 1's sums fit 16 bits (they enter pass 2 as two bytes); the gain is at
+  // most 1, so every output lies in 0..255 (no saturation); the whole sum
+  // stays below 2^24 (exact in a float).
+  if (255 * sp > 65535 || sp * sq > (1ll << a) || 255 * sp * sq >= (1ll << 24)) return false;
+  for (int x = 0; x < nx; ++x) k->row[x] = static_cast<float>(p[x]);
+  for (int y = 0; y < ny; ++y) k->col[y] = static_cast<float>(q[y]);
+  k->int_shift = a;
+  k->integer = true;
+  k->lo = false;
+  return true;
 }
 
 bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,

@@ -147,6 +147,23 @@ __device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1
 #endif
 }
 
+/// d += a * b (m16n8k32, row.col, u8 x u8 -> s32, exact). Fragment layout:
+/// a register r of A holds row g + 8 (r & 1), columns 4t .. 4t + 3 (+ 16
+/// for r >= 2), one byte each; register r of B holds k = 4t .. 4t + 3 (+ 16
+/// for r = 1) at n = g; d as m16n8k16's.
+__device__ __forceinline__ void mma_16832_u8(unsigned (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if PIXELKIT_MMA_ENABLED
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)a, (void)b0, (void)b1;
+  d[0] = d[1] = d[2] = d[3] = 0u;
+#endif
+}
+
 __device__ __forceinline__ void ldsm_x2(unsigned& r0, unsigned& r1, const void* p) {
 #if PIXELKIT_MMA_ENABLED
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(smem_addr(p)) : "memory");

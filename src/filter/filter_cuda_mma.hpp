@@ -48,7 +48,16 @@ MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
 bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                             MmaStreamCoeffs* out);
 
-/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO> for 1, 3 or 4 channels
+/// Turns coefficients that make_mma_stream_coeffs filled into the INT
+/// kernels' whole numbers (MmaStreamCoeffs::integer; notes, run 20) and
+/// returns true where the kernel (`coeffs`, nx x ny, row-major, the filter's
+/// own) is exactly q[y] * p[x] / 2^a with whole numbers p, q in 0..255, sides
+/// up to 17, pass 1's sums below 2^16 (255 * sum p) and a gain of at most 1
+/// (sum p * sum q <= 2^a): OpenCV's fixed Gaussians 5, 7 and 9, binomials.
+/// Otherwise leaves `k` as it was.
+bool make_mma_stream_integer(const float* coeffs, MmaStreamCoeffs* k);
+
+/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT> for 1, 3 or 4 channels
 /// and these coefficients (its k-steps, whether the last one is half and
 /// whether the lo products run follow from them).
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);
