@@ -20,6 +20,8 @@
 
 #if PIXELKIT_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "filter/filter_cuda_mma.hpp"
 #endif
 
 #if PIXELKIT_TEST_HAVE_OPENCV
@@ -672,6 +674,46 @@ TEST(FilterCuda, TensorCoreStreamingPathDeclinesWhatItCannotDoExactly) {
     EXPECT_EQ(took, c.want && device_has_tensor_core_path()) << c.k.name << " " << info.path;
   }
 }
+
+#if PIXELKIT_WITH_CUDA
+// Host side of the integer instances, no GPU needed (CI runs it): the whole
+// numbers p, q and the power a with q[y] * p[x] / 2^a equal to every
+// coefficient, and what is declined.
+TEST(FilterCudaHost, IntegerFactorsAreFoundExactlyOrDeclined) {
+  struct Want { const char* spec; std::vector<int> p, q; int a; };
+  const std::vector<Want> wants = {
+      {"gaussian:5", {1, 4, 6, 4, 1}, {1, 4, 6, 4, 1}, 8},
+      {"gaussian:7", {2, 7, 14, 18, 14, 7, 2}, {2, 7, 14, 18, 14, 7, 2}, 12},
+      {"gaussian:9", {4, 13, 30, 51, 60, 51, 30, 13, 4}, {4, 13, 30, 51, 60, 51, 30, 13, 4}, 16},
+      {"1,2,1;2,4,2;1,2,1/16", {1, 2, 1}, {1, 2, 1}, 4},
+      {"0,0,0;1,255,1;1,255,1/1024", {1, 255, 1}, {0, 1, 1}, 10},  // pass 1's sums reach 65535
+      {"1,1,1;1,1,1;1,1,1/16", {1, 1, 1}, {1, 1, 1}, 4}};
+  for (const auto& w : wants) {
+    const Kernel k = parse_kernel(w.spec);
+    std::vector<int> p(k.width), q(k.height);
+    int a = -1;
+    ASSERT_TRUE(detail::cuda_filter::mma_stream_integer_factors(k.coeffs.data(), k.width, k.height, p.data(), q.data(), &a))
+        << w.spec;
+    EXPECT_EQ(p, w.p) << w.spec;
+    EXPECT_EQ(q, w.q) << w.spec;
+    EXPECT_EQ(a, w.a) << w.spec;
+  }
+  // Declined: negative factors, a gain above 1 (outputs beyond 255), pass 1's
+  // sums beyond 16 bits, a factor beyond 255, sides above 17, factors that are
+  // no whole numbers over a power of two, an all-zero kernel.
+  std::vector<Kernel> declined = {parse_kernel("1,-2,1;2,-4,2;1,-2,1/16"), parse_kernel("1,2,1;2,4,2;1,2,1/8"),
+                                  parse_kernel("255,255,255;0,0,0;0,0,0/65536"), parse_kernel("1,256,1/512"),
+                                  Kernel::from_factors(std::vector<float>(19, 1.0f / 32), {0.25f, 0.5f, 0.25f}, "19x3"),
+                                  Kernel::from_factors({0.25f, 0.5f, 0.25f}, std::vector<float>(19, 1.0f / 32), "3x19"),
+                                  Kernel::gaussian(9, 1.5), Kernel::box(5), parse_kernel("0,0,0;0,0,0;0,0,0")};
+  for (const Kernel& k : declined) {
+    std::vector<int> p(k.width), q(k.height);
+    int a = -1;
+    EXPECT_FALSE(detail::cuda_filter::mma_stream_integer_factors(k.coeffs.data(), k.width, k.height, p.data(), q.data(), &a))
+        << k.name;
+  }
+}
+#endif
 
 // The streaming kernel's integer instances (run 20 of the notes): kernels that
 // are exactly q[y] * p[x] / 2^a with whole numbers 0..255 run on u8 x u8

@@ -264,6 +264,21 @@ bool make_mma_stream_integer(const float* coeffs, MmaStreamCoeffs* k) {
   return true;
 }
 
+bool mma_stream_integer_factors(const float* coeffs, int nx, int ny, int* p, int* q, int* a) {
+  if (nx < 1 || ny < 1 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
+  MmaStreamCoeffs k{};
+  k.nx = nx;
+  k.ny = ny;
+  k.rx = nx / 2;
+  k.ry = ny / 2;
+  k.ral = (k.rx + 3) & ~3;
+  if (!make_mma_stream_integer(coeffs, &k)) return false;
+  for (int x = 0; x < nx; ++x) p[x] = static_cast<int>(k.row[x]);
+  for (int y = 0; y < ny; ++y) q[y] = static_cast<int>(k.col[y]);
+  *a = k.int_shift;
+  return true;
+}
+
 bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                          MmaSepCoeffs* out) {
   if (nx < 1 || ny < 1 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;

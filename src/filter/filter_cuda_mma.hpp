@@ -57,6 +57,11 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
 /// Otherwise leaves `k` as it was.
 bool make_mma_stream_integer(const float* coeffs, MmaStreamCoeffs* k);
 
+/// make_mma_stream_integer on its own, for tests (plain C++, no GPU needed):
+/// the whole numbers p (nx) and q (ny) and the power a it finds for the
+/// kernel (`coeffs`, nx x ny, row-major), or false where it declines.
+bool mma_stream_integer_factors(const float* coeffs, int nx, int ny, int* p, int* q, int* a);
+
 /// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT> for 1, 3 or 4 channels
 /// and these coefficients (its k-steps, whether the last one is half and
 /// whether the lo products run follow from them).
