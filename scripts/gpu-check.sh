@@ -16,7 +16,8 @@
 # call is limited to 10 minutes: split the steps over calls on the same
 # machine (H100, 2026-11-26: build ~110 s, ctest ~65 s, the three with memcheck
 # fit one call; initcheck of all ~240 s; racecheck and synccheck of test_filter
-# ~420 s; racecheck of the others ~600 s), e.g. --steps build,ctest,memcheck,
+# ~420 s, racecheck of test_filter alone ~380 s and its memcheck ~180 s; racecheck
+# of the others ~600 s), e.g. --steps build,ctest,memcheck,
 # then --steps build,initcheck, then --steps build,racecheck,synccheck --tests
 # test_filter, then --steps build,racecheck --tests "test_integral test_match"
 # and the rest, then --steps build,bench --quick-bench. (build is quick when
