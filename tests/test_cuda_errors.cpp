@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.hpp"
+#include "core/cuda_tma.hpp"
 #endif
 
 namespace pixelkit::test {
@@ -101,6 +102,29 @@ TEST(CudaErrors, ABadLaunchConfigurationNamesTheKernel) {
   EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   expect_cuda_filter_still_works();
+#endif
+}
+
+TEST(CudaTma, TensorMapsOnlyForLayoutsTmaCanRead) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  // core/cuda_tma.hpp: a map is refused (false, no throw, no error left in
+  // the runtime) for a base off a 16-byte boundary, a pitch that is not a
+  // multiple of 16, a box row that is not whole 16-byte units or a box side
+  // above 256; on a device with TMA an aligned layout gets one.
+  void* buf = nullptr;
+  ASSERT_EQ(cudaMalloc(&buf, 1 << 20), cudaSuccess);
+  const auto* base = static_cast<const std::uint8_t*>(buf);
+  CUtensorMap map{};
+  EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base + 4, 256, 64, 1024, 64, 16));
+  EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1000, 64, 16));
+  EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 62, 16));
+  EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 64, 257));
+  EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 0, 64, 1024, 64, 16));
+  if (pixelkit::detail::tma_available())
+    EXPECT_TRUE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 64, 16));
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  cudaFree(buf);
 #endif
 }
 
