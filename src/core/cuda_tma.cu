@@ -3,9 +3,6 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
-#include <array>
-#include <mutex>
-
 namespace pixelkit::detail {
 namespace {
 
@@ -26,19 +23,11 @@ PFN_cuTensorMapEncodeTiled_v12000 encoder() {
 }  // namespace
 
 bool tma_available() {
-  constexpr int kMaxDevices = 64;
-  static std::array<signed char, kMaxDevices> known{};  // 0 unknown, 1 yes, -1 no
-  static std::mutex mu;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return (void)cudaGetLastError(), false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (dev >= 0 && dev < kMaxDevices && known[dev] != 0) return known[dev] > 0;
-  int major = 0;
-  bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9 &&
-            encoder() != nullptr;
-  (void)cudaGetLastError();
-  if (dev >= 0 && dev < kMaxDevices) known[dev] = ok ? 1 : -1;
-  return ok;
+  int dev = 0, major = 0;
+  const bool ok = cudaGetDevice(&dev) == cudaSuccess &&
+                  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess;
+  if (!ok) (void)cudaGetLastError();
+  return ok && major >= 9 && encoder() != nullptr;
 }
 
 bool encode_tma_2d_u32(CUtensorMap* map, const void* base, std::uint64_t words, std::uint64_t rows,

@@ -23,7 +23,7 @@ bool encode_tma_2d_u32(CUtensorMap* map, const void* base, std::uint64_t words, 
                        std::size_t pitch, unsigned box_words, unsigned box_rows);
 
 /// Whether the current device can run TMA loads (compute capability 9.0 up)
-/// and the driver's encoder was found. Answered once per device.
+/// and the driver's encoder was found (one attribute query a call).
 bool tma_available();
 
 }  // namespace pixelkit::detail
