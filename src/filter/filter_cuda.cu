@@ -358,7 +358,9 @@ class CudaFilterImpl final : public CudaFilter {
         p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
         const long long warps = static_cast<long long>(p.strips) * p.segs;
         const long long blocks = (warps + stream_tuning::kWarps - 1) / stream_tuning::kWarps;
-        launch_persistent(MmaKernelInfo{si.fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &p, stream);
+        const void* fn = bands ? si.band_fn : si.fn;  // same registers and shared memory: same occupancy
+        if (fn != si.fn) (void)prepare(fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads);
+        launch_persistent(MmaKernelInfo{fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + (bands ? " in bands" : "") + shape;

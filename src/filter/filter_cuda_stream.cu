@@ -12,9 +12,10 @@ namespace {
 
 template <int C>
 StreamKernelInfo info(bool separable) {
-  return {separable ? reinterpret_cast<const void*>(stream_kernel<C, true>)
-                    : reinterpret_cast<const void*>(stream_kernel<C, false>),
-          stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes};
+  const void* fn = separable ? reinterpret_cast<const void*>(stream_kernel<C, true>)
+                             : reinterpret_cast<const void*>(stream_kernel<C, false>);
+  const void* band_fn = separable ? fn : reinterpret_cast<const void*>(stream_kernel<C, false, true>);
+  return {fn, band_fn, stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes};
 }
 
 }  // namespace

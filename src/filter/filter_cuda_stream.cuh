@@ -37,7 +37,10 @@
 //   segments of kBandSegRows = 16 rows, strip fastest, several waves of
 //   warps. The warps in flight then cover a narrow band of rows that moves
 //   down the image; DRAM serves that far better than one wave spread over
-//   the whole image (notes, run 15: 8K dense 3x3 0.116 -> 0.098 ms);
+//   the whole image (notes, run 15: 8K dense 3x3 0.116 -> 0.098 ms). This
+//   layout runs its own instance (BAND), in which the dense kernels'
+//   interior segments skip every border test in one short loop (run 24:
+//   8K dense 3x3 0.099 -> 0.092 ms);
 // - otherwise as many warps as fit on the GPU at once (the host chooses the
 //   segment height so that strips x segments is one wave), consecutive
 //   warps on consecutive segments of one strip: every warp's pipeline runs
@@ -51,7 +54,7 @@
 // than the tiled kernel, 720p a tie. A copy through the same pipeline (no
 // products) took 1.47x the floor at 8K in one wave, and more rows in flight
 // made it slower; run 15's bands took 8K to 0.098 / 0.089 ms (1.50x and
-// 1.36x the floor).
+// 1.36x the floor), run 24's interior path dense 3x3 to 0.092 (1.40x).
 #pragma once
 
 #include <cstdint>
@@ -105,7 +108,11 @@ struct StreamParams {
   bool strip_major;      ///< warp gw takes strip gw % strips (else segment gw % segs)
 };
 
-template <int C, bool SEP>
+/// BAND: the instance for the band layout (strip_major), with the interior
+/// path for dense kernels below; a separate instance, so that the code of the
+/// one-wave layout's walk stays as it was (the path, in the same kernel, made
+/// 4K and 1080p 3-6% slower).
+template <int C, bool SEP, bool BAND = false>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
     stream_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -174,6 +181,20 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     cp_async_commit();  // one group per row, empty or not, keeps the wait count fixed
   };
 
+  // This lane's window words of a row slot: its 16 bytes and 16 each side
+  // (three conflict-free 16-byte shared loads).
+  auto load_window = [&](const std::uint8_t* s, unsigned(&w)[NW]) {
+    const uint4* q = reinterpret_cast<const uint4*>(s + LB * lane);
+#pragma unroll
+    for (int i = 0; i < NW / 4; ++i) {
+      const uint4 v = q[i];
+      w[4 * i] = v.x;
+      w[4 * i + 1] = v.y;
+      w[4 * i + 2] = v.z;
+      w[4 * i + 3] = v.w;
+    }
+  };
+
   // Row t's window (after its copies landed and the borders were patched),
   // then the copy of row t + kRing - 1 into the slot row t - 1 used.
   auto window = [&](int t, unsigned (&w)[NW]) {
@@ -208,19 +229,12 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       }
       __syncwarp();
     }
-    const uint4* q = reinterpret_cast<const uint4*>(s + LB * lane);
-#pragma unroll
-    for (int i = 0; i < NW / 4; ++i) {
-      const uint4 v = q[i];
-      w[4 * i] = v.x;
-      w[4 * i + 1] = v.y;
-      w[4 * i + 2] = v.z;
-      w[4 * i + 3] = v.w;
-    }
+    load_window(s, w);
     issue(t + kRing - 1);
   };
 
-  auto store = [&](int y, const float (&v)[LB]) {
+  // A finished row's 16 values, rounded and saturated, as 16 bytes.
+  auto pack16 = [](const float(&v)[LB]) {
     unsigned q[LB / 4];
 #pragma unroll
     for (int k = 0; k < LB / 4; ++k) {
@@ -228,24 +242,28 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       const unsigned hi = __byte_perm(float_to_u8(v[4 * k + 2]), float_to_u8(v[4 * k + 3]), 0x0040u);
       q[k] = __byte_perm(lo, hi, 0x5410u);
     }
+    return make_uint4(q[0], q[1], q[2], q[3]);
+  };
+  auto store = [&](int y, const float (&v)[LB]) {
+    const uint4 q = pack16(v);
     std::uint8_t* d = dst_lane + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
     if (n_chunk == LB) {
-      *reinterpret_cast<uint4*>(d) = make_uint4(q[0], q[1], q[2], q[3]);
+      *reinterpret_cast<uint4*>(d) = q;
     } else {
 #pragma unroll
       for (int j = 0; j < LB; ++j)
-        if (j < n_chunk) d[j] = static_cast<std::uint8_t>(q[j / 4] >> (8 * (j % 4)));
+        if (j < n_chunk) d[j] = static_cast<std::uint8_t>((j < 4 ? q.x : j < 8 ? q.y : j < 12 ? q.z : q.w) >> (8 * (j % 4)));
     }
   };
 
   float acc[KH][LB];
 
-  // One input row; S = t mod KH, so the accumulator row of output o = t - ky
-  // is (S - ky) mod KH at compile time.
-  auto step = [&](auto s_const, int t) {
+  // Input row t's products, from its window words w: the row feeds output
+  // rows o = t - ky for which valid(ky) holds; put(v) gets a finished row.
+  // S = t mod KH, so the accumulator row of output o = t - ky is
+  // (S - ky) mod KH at compile time.
+  auto products = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     constexpr int S = decltype(s_const)::value;
-    unsigned w[NW];
-    window(t, w);
     float f[NF];
     static_for<0, NF>([&](auto i_const) {
       constexpr int b = HB - R + decltype(i_const)::value;
@@ -264,8 +282,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     static_for<0, KH>([&](auto ky_const) {
       constexpr int ky = decltype(ky_const)::value;
       constexpr int A = ((S - ky) % KH + KH) % KH;
-      const int o = t - ky;
-      if (o >= 0 && o < ny) {
+      if (valid(ky_const)) {
 #pragma unroll
         for (int j = 0; j < LB; ++j) {
           if constexpr (SEP) {
@@ -277,9 +294,74 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
             acc[A][j] = v;
           }
         }
-        if constexpr (ky == KH - 1) store(y0 + o, acc[A]);
+        if constexpr (ky == KH - 1) put(acc[A]);
       }
     });
+  };
+
+  // Interior segments of the dense kernels (8K: all but the top and bottom
+  // rows of segments and the two edge strips): every input row lies inside
+  // the image and every lane's chunk inside the row, so none of the general
+  // walk's border tests, constant rows, edge patches or clipped stores
+  // remain. The rows go through one loop of KH steps whose only tests are
+  // uniform ones on the output rows a row touches: code as short as that
+  // loop matters more than the tests (notes, run 24: 8K dense 3x3 0.0992 ->
+  // 0.0923 ms; the same path fully unrolled, 0.1157, and a loop with its
+  // first and last rows peeled, 0.1000, spent their saving in instruction
+  // fetch stalls). The separable kernel, with half the products a row, lost
+  // 1% on it (0.0897 -> 0.0906) and keeps the general walk.
+  if constexpr (BAND && !SEP) {
+    if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
+      constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
+      const std::ptrdiff_t spitch = a.src.pitch, dpitch = a.dst.pitch;
+      const std::uint8_t* const sc = src_chunk + static_cast<std::ptrdiff_t>(y0 - RY) * spitch;
+      const std::uint8_t* const sh = src_halo + static_cast<std::ptrdiff_t>(y0 - RY) * spitch;
+      std::uint8_t* const d0 = dst_lane + static_cast<std::ptrdiff_t>(y0) * dpitch;
+      auto copy_row = [&](int t) {
+        if (t < kIn) {
+          const unsigned s = ring_s + static_cast<unsigned>((t & (kRing - 1)) * SLOT);
+          cp_async16_clip(s + d_chunk, sc + t * spitch, LB);
+          if (n_halo > 0) cp_async16_clip(s + d_halo, sh + t * spitch, n_halo);
+        }
+        cp_async_commit();
+      };
+#pragma unroll
+      for (int t = 0; t < kRing - 1; ++t) copy_row(t);
+#pragma unroll 1
+      for (int t0 = 0; t0 < kIn; t0 += KH) {
+        static_for<0, KH>([&](auto s_const) {
+          const int t = t0 + decltype(s_const)::value;
+          if (t >= kIn) return;
+          cp_async_wait<kRing - 2>();
+          __syncwarp();
+          unsigned w[NW];
+          load_window(ring + (t & (kRing - 1)) * SLOT, w);
+          copy_row(t + kRing - 1);
+          products(
+              s_const, w,
+              [&](auto ky_const) {
+                const int o = t - decltype(ky_const)::value;
+                return o >= 0 && o < kRows;
+              },
+              [&](const float(&v)[LB]) {
+                const uint4 q = pack16(v);
+                *reinterpret_cast<uint4*>(d0 + (t - (KH - 1)) * dpitch) = q;
+              });
+        });
+      }
+      cp_async_wait<0>();
+      return;
+    }
+  }
+
+  // One input row of the general walk.
+  auto step = [&](auto s_const, int t) {
+    unsigned w[NW];
+    window(t, w);
+    products(s_const, w, [&](auto ky_const) {
+      const int o = t - decltype(ky_const)::value;
+      return o >= 0 && o < ny;
+    }, [&](const float(&v)[LB]) { store(y0 + t - (KH - 1), v); });
   };
 
 #pragma unroll

@@ -11,6 +11,9 @@ struct StreamParams;
 
 struct StreamKernelInfo {
   const void* fn = nullptr;  ///< stream_kernel<C, SEP>, or nullptr: no instance
+  /// The instance for the band layout (stream_kernel<C, SEP, true>: the
+  /// dense kernels' interior path); the same as fn where there is none.
+  const void* band_fn = nullptr;
   int smem_bytes = 0;        ///< dynamic shared memory per block
   bool separable = false;    ///< the instance runs the kernel's two factors
   int strip_bytes = 0;       ///< row bytes one warp covers
