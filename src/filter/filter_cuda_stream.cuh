@@ -252,7 +252,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     } else {
 #pragma unroll
       for (int j = 0; j < LB; ++j)
-        if (j < n_chunk) d[j] = static_cast<std::uint8_t>((j < 4 ? q.x : j < 8 ? q.y : j < 12 ? q.z : q.w) >> (8 * (j % 4)));
+        if (j < n_chunk)
+          d[j] = static_cast<std::uint8_t>((j < 4 ? q.x : j < 8 ? q.y : j < 12 ? q.z : q.w) >> (8 * (j % 4)));
     }
   };
 
