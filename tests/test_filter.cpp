@@ -1005,6 +1005,66 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   }
 }
 
+TEST(FilterCuda, StreamingFiveByFiveWholeNumberKernelsAreExactInBands) {
+  PIXELKIT_REQUIRE_GPU();
+  // The row-streaming kernel's 5x5 instances (whole-number factors on packed
+  // 16-bit lanes) run only in the band layout of large images; forced here on
+  // small ones: at the band height (the interior path of 16-row segments) and
+  // at 5 rows (the general walk). Every output equals ref's: the sums are
+  // whole numbers and the rounding is ref's (half to even).
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  const bool sm80 = device_has_tensor_core_path();
+  const std::vector<Kernel> kernels = {
+      parse_kernel("gaussian:5"),  // OpenCV's [1 4 6 4 1] / 16 each way
+      Kernel::from_factors({1.f / 8, 2.f / 8, 2.f / 8, 2.f / 8, 1.f / 8}, {1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16},
+                           "binomial x [1 2 2 2 1]"),
+      Kernel::from_factors({0.f, 1.f / 8, 2.f / 8, 3.f / 8, 2.f / 8}, {1.f / 4, 0.f, 2.f / 4, 0.f, 1.f / 4},
+                           "lopsided"),
+      parse_kernel("1,4,6,4,1;4,16,24,16,4;6,24,36,24,6;4,16,24,16,4;1,4,6,4,1/256"),  // gaussian:5 as a matrix
+  };
+  const std::vector<SweepSize> sizes = {{1, 1, 3}, {5, 3, 1}, {7, 40, 4}, {171, 40, 3}, {257, 33, 1}, {700, 61, 3},
+                                        {600, 70, 4}};
+  for (const char* bands : {"on", "5"}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    std::uint32_t seed = 5100;
+    for (const auto& sz : sizes) {
+      const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+      for (const auto& k : kernels)
+        for (const auto& b : all_borders()) {
+          std::string path;
+          const Image got = run_device(src.cview(), k, b, &path);
+          EXPECT_EQ(count_differing(got, run(Backend::ref, src, k, b)), 0)
+              << path << ", " << label(src, k, b) << ", bands " << bands;
+          if (sm80) EXPECT_EQ(path.rfind("cuda separable streaming 5x5 integer factors in bands", 0), 0u) << path;
+        }
+    }
+  }
+  // Declined, and so left to the tensor-core kernels: factors that are not
+  // whole numbers over a power of two, a gain above 1, and the default layout
+  // of a small image (one wave, where the tensor-core kernel is faster).
+  const Image src = random_image(300, 200, 3, PixelType::u8, 5200);
+  const Border b{BorderMode::reflect101, 0};
+  for (const auto& [bands, k] :
+       {std::pair{"on", parse_kernel("gaussian:5:1.5")},
+        std::pair{"on", Kernel::from_factors({0.25f, 0.5f, 0.5f, 0.5f, 0.25f}, {1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16},
+                                             "gain 2")},
+        std::pair{"", parse_kernel("gaussian:5")}}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    std::string path;
+    EXPECT_TRUE(agrees(run_device(src.cview(), k, b, &path), run(Backend::ref, src, k, b))) << k.name << " " << path;
+    EXPECT_EQ(path.find("cuda separable streaming 5x5"), std::string::npos) << k.name << " " << path;
+  }
+  // PIXELKIT_CUDA_FILTER_INT=off turns the instances off with the other integer ones.
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "on");
+    ScopedEnv int_env("PIXELKIT_CUDA_FILTER_INT", "off");
+    std::string path;
+    EXPECT_TRUE(agrees(run_device(src.cview(), parse_kernel("gaussian:5"), b, &path),
+                       run(Backend::ref, src, parse_kernel("gaussian:5"), b)));
+    EXPECT_EQ(path.find("integer factors"), std::string::npos) << path;
+  }
+}
+
 TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
   PIXELKIT_REQUIRE_GPU();
   // Declined: a constant border value that is not a whole grey level (the

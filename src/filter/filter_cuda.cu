@@ -246,7 +246,8 @@ class CudaFilterImpl final : public CudaFilter {
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
       for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel);
-      stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
+      // The 5x5 instances are integer ones: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
+      stream_ok_ = (stream_[1].side != 5 || int_enabled()) && make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
     }
     mma_dense_ = MmaDenseCoeffs{};
     const bool mma_dense_fits = policy != MmaPolicy::off &&
@@ -329,41 +330,48 @@ class CudaFilterImpl final : public CudaFilter {
     const int wc = src.width * C;
     if constexpr (std::is_same<T, std::uint8_t>::value) {
       // The row-streaming kernel: one wave of warps, each a segment of rows
-      // of a 512-byte strip (filter_cuda_stream.cuh).
+      // of a 512-byte strip, or bands of short segments (filter_cuda_stream.cuh).
+      // Its 5x5 instances (whole-number factors) only in bands: in one wave
+      // the tensor-core kernel below is faster (notes, run 26).
       const StreamKernelInfo& si = stream_[C == 1 ? 0 : C == 3 ? 1 : 2];
-      if (stream_ok_ && si.fn != nullptr && tensor_cores() && aligned(src.data, src.pitch, 16) &&
-          aligned(dst.data, dst.pitch, 16)) {
-        StreamParams p = stream_p_;
-        p.a = args<T>(src, dst, y_begin, y_end, 16);
+      const bool stream_fits = stream_ok_ && si.fn != nullptr && tensor_cores() && aligned(src.data, src.pitch, 16) &&
+                               aligned(dst.data, dst.pitch, 16);
+      StreamParams sp = stream_p_;
+      bool bands = false;
+      if (stream_fits) {
         const long long warps_per_sm =
             static_cast<long long>(prepare(si.fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
             stream_tuning::kWarps;
-        p.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
+        sp.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
         const long long wave = warps_per_sm * sm_count();
         const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
-        const bool bands =
-            band_rows_ > 0 || (band_rows_ == 0 && p.strips * band_segs >= stream_tuning::kBandMinWaves * wave);
+        bands = band_rows_ > 0 || (band_rows_ == 0 && sp.strips * band_segs >= stream_tuning::kBandMinWaves * wave);
+        if (!bands) {
+          // One wave of warps, segments as tall as that needs, consecutive
+          // warps down one strip.
+          const long long want_segs = std::max<long long>(1, wave / sp.strips);
+          sp.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
+          sp.strip_major = false;
+        }
+      }
+      if (stream_fits && (bands || si.side != 5)) {
+        sp.a = args<T>(src, dst, y_begin, y_end, 16);
         if (bands) {
           // Large images: short segments, strip fastest, several waves: the
           // warps in flight cover a narrow band of rows (notes, run 15).
-          p.seg_rows = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? band_rows_ : stream_tuning::kBandSegRows;
-          p.strip_major = true;
-        } else {
-          // One wave of warps, segments as tall as that needs, consecutive
-          // warps down one strip.
-          const long long want_segs = std::max<long long>(1, wave / p.strips);
-          p.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
-          p.strip_major = false;
+          sp.seg_rows = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? band_rows_ : stream_tuning::kBandSegRows;
+          sp.strip_major = true;
         }
-        p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
-        const long long warps = static_cast<long long>(p.strips) * p.segs;
+        sp.segs = (rows + sp.seg_rows - 1) / sp.seg_rows;
+        const long long warps = static_cast<long long>(sp.strips) * sp.segs;
         const long long blocks = (warps + stream_tuning::kWarps - 1) / stream_tuning::kWarps;
         const void* fn = bands ? si.band_fn : si.fn;  // same registers and shared memory: same occupancy
         if (fn != si.fn) (void)prepare(fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads);
-        launch_persistent(MmaKernelInfo{fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &p, stream);
+        launch_persistent(MmaKernelInfo{fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &sp, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
-               std::to_string(kw_) + "x" + std::to_string(kh_) + (bands ? " in bands" : "") + shape;
+               std::to_string(kw_) + "x" + std::to_string(kh_) + (si.side == 5 ? " integer factors" : "") +
+               (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
         // One wave of blocks, one (strip, segment) item each: segments as

@@ -3,6 +3,7 @@
 // filter_cuda.cu, beside the other paths.
 #include <cmath>
 
+#include "filter/filter_cuda_mma.hpp"  // mma_stream_integer_factors
 #include "filter/filter_cuda_stream.cuh"
 #include "filter/filter_cuda_stream.hpp"
 
@@ -15,12 +16,28 @@ StreamKernelInfo info(bool separable) {
   const void* fn = separable ? reinterpret_cast<const void*>(stream_kernel<C, true>)
                              : reinterpret_cast<const void*>(stream_kernel<C, false>);
   const void* band_fn = separable ? fn : reinterpret_cast<const void*>(stream_kernel<C, false, true>);
-  return {fn, band_fn, stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes};
+  return {fn, band_fn, stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes, 3};
+}
+
+template <int C>
+StreamKernelInfo info5() {
+  return {reinterpret_cast<const void*>(stream_kernel<C, true, false, 5>),
+          reinterpret_cast<const void*>(stream_kernel<C, true, true, 5>), stream_tuning::kSmemBytes, true,
+          stream_tuning::kStripBytes, 5};
 }
 
 }  // namespace
 
 StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel) {
+  if (kernel.width == 5 && kernel.height == 5) {
+    if (!kernel.separable) return {};
+    switch (channels) {
+      case 1: return info5<1>();
+      case 3: return info5<3>();
+      case 4: return info5<4>();
+      default: return {};
+    }
+  }
   if (kernel.width != 3 || kernel.height != 3) return {};
   const bool sep = kernel.separable && kernel.row.size() == 3 && kernel.col.size() == 3;
   switch (channels) {
@@ -38,6 +55,14 @@ bool make_stream_coeffs(const Kernel& kernel, const Border& border, const Stream
   for (float c : kernel.coeffs)
     if (!std::isfinite(c)) return false;
   p->border_word = v;
+  if (info.side == 5) {
+    // q[y] * p[x] / 2^a with a gain of at most 1 (sum p * sum q <= 2^a); the
+    // kernel divides by 2^8, so q takes the other 2^(8 - a).
+    int ip[5], iq[5], a = 0;
+    if (!mma_stream_integer_factors(kernel.coeffs.data(), 5, 5, ip, iq, &a) || a > 8) return false;
+    for (int i = 0; i < 5; ++i) p->ip[i] = ip[i], p->iq[i] = iq[i] << (8 - a);
+    return true;
+  }
   if (info.separable) {
     for (int i = 0; i < 3; ++i) p->row[i] = kernel.row[static_cast<std::size_t>(i)];
     for (int i = 0; i < 3; ++i) p->col[i] = kernel.col[static_cast<std::size_t>(i)];

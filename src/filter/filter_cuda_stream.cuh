@@ -106,19 +106,29 @@ struct StreamParams {
   int segs;              ///< segments down the rows [y_begin, y_end)
   unsigned border_word;  ///< constant border value (an integer 0..255) in every byte
   bool strip_major;      ///< warp gw takes strip gw % strips (else segment gw % segs)
+  /// The 5x5 instances (K = 5): the kernel is exactly iq[y] * ip[x] / 2^8
+  /// with whole numbers, sum ip * sum iq <= 2^8 (make_stream_coeffs), so
+  /// every sum times 255 fits 16 bits.
+  int ip[5];
+  int iq[5];
 };
 
 /// BAND: the instance for the band layout (strip_major), with the interior
 /// path for dense kernels below; a separate instance, so that the code of the
 /// one-wave layout's walk stays as it was (the path, in the same kernel, made
 /// 4K and 1080p 3-6% slower).
-template <int C, bool SEP, bool BAND = false>
+///
+/// K: the kernel's side. 3: FP32 arithmetic, dense or separable. 5 (SEP
+/// only): whole-number factors on packed 16-bit lanes, two elements a
+/// register (products5 below).
+template <int C, bool SEP, bool BAND = false, int K = 3>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
     stream_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   using namespace stream_tuning;
-  constexpr int KW = 3, KH = 3, RY = 1;
-  constexpr int R = C;  // horizontal reach in bytes
+  static_assert(K == 3 || (K == 5 && SEP), "3x3 dense or separable, 5x5 separable in whole numbers");
+  constexpr int KW = K, KH = K, RY = K / 2;
+  constexpr int R = RY * C;  // horizontal reach in bytes
   constexpr int LB = kLaneBytes, HB = kHaloBytes, SB = kStripBytes, SLOT = kSlotBytes;
   constexpr int NW = (LB + 2 * HB) / 4;  // window words
   constexpr int NF = LB + 2 * R;         // window elements used
@@ -244,8 +254,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     }
     return make_uint4(q[0], q[1], q[2], q[3]);
   };
-  auto store = [&](int y, const float (&v)[LB]) {
-    const uint4 q = pack16(v);
+  auto store = [&](int y, const uint4 q) {
     std::uint8_t* d = dst_lane + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
     if (n_chunk == LB) {
       *reinterpret_cast<uint4*>(d) = q;
@@ -257,7 +266,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     }
   };
 
-  float acc[KH][LB];
+  float acc[K == 3 ? KH : 1][LB];
 
   // Input row t's products, from its window words w: the row feeds output
   // rows o = t - ky for which valid(ky) holds; put(v) gets a finished row.
@@ -300,6 +309,72 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     });
   };
 
+  // The 5x5 instances: row t's products in whole numbers on 16-bit lanes.
+  // Every sum fits its lane (255 * sum ip * sum iq + 128 < 2^16,
+  // make_stream_coeffs), so one IMAD multiplies and adds both lanes of a
+  // register at once. The window's elements -8 .. 23 (relative to the lane's
+  // 16) are unpacked into pairs pp[i] = (e, e + 1), e = 2 i - 8 (one PRMT
+  // each); the horizontal tap C d elements away is pp[j + 4 + d C / 2], or
+  // for an odd offset the two pairs' halves between (one PRMT). The vertical
+  // pass accumulates into KH rotating rows of pairs, as the FP32 kernel does.
+  [[maybe_unused]] unsigned iacc[K == 5 ? KH : 1][LB / 2];
+  [[maybe_unused]] auto products5 = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
+    constexpr int S = decltype(s_const)::value;
+    unsigned pp[16];
+    static_for<0, 16>([&](auto i_const) {
+      constexpr int i = decltype(i_const)::value;
+      pp[i] = __byte_perm(w[2 + i / 2], 0u, (i & 1) ? 0x4342u : 0x4140u);
+    });
+    unsigned h[LB / 2];
+    static_for<0, LB / 2>([&](auto j_const) {
+      constexpr int j = decltype(j_const)::value;
+      unsigned v = 0u;
+      static_for<0, KW>([&](auto k_const) {
+        constexpr int k = decltype(k_const)::value;
+        constexpr int d = (k - RY) * C;
+        unsigned tap;
+        if constexpr (d % 2 == 0) {
+          tap = pp[j + 4 + d / 2];
+        } else {
+          constexpr int i0 = j + 4 + (d - 1) / 2;
+          tap = __byte_perm(pp[i0], pp[i0 + 1], 0x5432u);
+        }
+        v = k == 0 ? tap * static_cast<unsigned>(p.ip[0]) : tap * static_cast<unsigned>(p.ip[k]) + v;
+      });
+      h[j] = v;
+    });
+    static_for<0, KH>([&](auto ky_const) {
+      constexpr int ky = decltype(ky_const)::value;
+      constexpr int A = ((S - ky) % KH + KH) % KH;
+      if (valid(ky_const)) {
+#pragma unroll
+        for (int j = 0; j < LB / 2; ++j)
+          iacc[A][j] = ky == 0 ? h[j] * static_cast<unsigned>(p.iq[0])
+                               : h[j] * static_cast<unsigned>(p.iq[ky]) + iacc[A][j];
+        if constexpr (ky == KH - 1) {
+          // The sums are the outputs times 2^8 (the host scales iq so): rounded
+          // half to even, s + 127 + bit 8 of s on both lanes (below 2^16: no
+          // carry between them), whose bytes 1 and 3 are the two outputs.
+          unsigned r[LB / 2];
+#pragma unroll
+          for (int j = 0; j < LB / 2; ++j) {
+            const unsigned sv = iacc[A][j];
+            r[j] = sv + 0x007F007Fu + ((sv >> 8) & 0x00010001u);
+          }
+          put(make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
+                         __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u)));
+        }
+      }
+    });
+  };
+  // Row t's products for either kind; put(q) gets a finished row as bytes.
+  auto row_products = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
+    if constexpr (K == 5)
+      products5(s_const, w, valid, put);
+    else
+      products(s_const, w, valid, [&](const float(&v)[LB]) { put(pack16(v)); });
+  };
+
   // Interior segments of the dense kernels (8K: all but the top and bottom
   // rows of segments and the two edge strips): every input row lies inside
   // the image and every lane's chunk inside the row, so none of the general
@@ -311,7 +386,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // first and last rows peeled, 0.1000, spent their saving in instruction
   // fetch stalls). The separable kernel, with half the products a row, lost
   // 1% on it (0.0897 -> 0.0906) and keeps the general walk.
-  if constexpr (BAND && !SEP) {
+  if constexpr (BAND && (!SEP || K == 5)) {
     if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
       constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
       const std::ptrdiff_t spitch = a.src.pitch, dpitch = a.dst.pitch;
@@ -338,16 +413,13 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
           unsigned w[NW];
           load_window(ring + (t & (kRing - 1)) * SLOT, w);
           copy_row(t + kRing - 1);
-          products(
+          row_products(
               s_const, w,
               [&](auto ky_const) {
                 const int o = t - decltype(ky_const)::value;
                 return o >= 0 && o < kRows;
               },
-              [&](const float(&v)[LB]) {
-                const uint4 q = pack16(v);
-                *reinterpret_cast<uint4*>(d0 + (t - (KH - 1)) * dpitch) = q;
-              });
+              [&](const uint4 q) { *reinterpret_cast<uint4*>(d0 + (t - (KH - 1)) * dpitch) = q; });
         });
       }
       cp_async_wait<0>();
@@ -359,10 +431,10 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   auto step = [&](auto s_const, int t) {
     unsigned w[NW];
     window(t, w);
-    products(s_const, w, [&](auto ky_const) {
+    row_products(s_const, w, [&](auto ky_const) {
       const int o = t - decltype(ky_const)::value;
       return o >= 0 && o < ny;
-    }, [&](const float(&v)[LB]) { store(y0 + t - (KH - 1), v); });
+    }, [&](const uint4 q) { store(y0 + t - (KH - 1), q); });
   };
 
 #pragma unroll
