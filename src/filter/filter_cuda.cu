@@ -237,9 +237,11 @@ class CudaFilterImpl final : public CudaFilter {
     // dense 3x3 / gaussian:3, streaming against before): 720p 0.0082 / 0.0079
     // against 0.0081 (a tie for dense), 1080p 0.0120 / 0.0115 against 0.0123,
     // 4K 0.0331 / 0.0321 against 0.0361, 8K 0.1147 / 0.1141 against 0.1229 /
-    // 0.1222. Its 5x5 and 7x7 instances were slower than the kernels they
+    // 0.1222. Its FP32 5x5 and 7x7 instances were slower than the kernels they
     // would have replaced (8K dense 5x5 0.243 against 0.163, gaussian:5 0.184
-    // against 0.160, gaussian:7 0.227 against 0.156) and were removed.
+    // against 0.160, gaussian:7 0.227 against 0.156) and were removed. Its 5x5
+    // instances of whole-number factors on packed 16-bit lanes (run 26) take
+    // gaussian:5 and binomials in the band layout: 8K 0.1057 -> 0.0970.
     stream_p_ = StreamParams{};
     band_rows_ = band_rows_policy();
     // A tensor-core switch that forces those kernels (on, dense) wins.

@@ -1,5 +1,8 @@
 // Row-streaming u8 filter for 3x3 kernels: stream_kernel<C, SEP>, dense
-// (9 products per output) or separable (3 + 3), FP32 arithmetic.
+// (9 products per output) or separable (3 + 3), FP32 arithmetic; and for
+// separable 5x5 kernels of whole-number factors over 2^8 at most (gaussian:5,
+// binomials): stream_kernel<C, true, BAND, 5>, exact integer sums on packed
+// 16-bit lanes (products5 below; notes, run 26).
 //
 // Why. The tiled kernels (filter_cuda_kernels.cuh, filter_cuda_mma_dense.cuh)
 // stage a 2D tile with its apron in shared memory, synchronise the block and
@@ -384,8 +387,9 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // loop matters more than the tests (notes, run 24: 8K dense 3x3 0.0992 ->
   // 0.0923 ms; the same path fully unrolled, 0.1157, and a loop with its
   // first and last rows peeled, 0.1000, spent their saving in instruction
-  // fetch stalls). The separable kernel, with half the products a row, lost
-  // 1% on it (0.0897 -> 0.0906) and keeps the general walk.
+  // fetch stalls). The separable 3x3 kernel, with half the products a row,
+  // lost 1% on it (0.0897 -> 0.0906) and keeps the general walk; the 5x5
+  // integer instances take it (run 26).
   if constexpr (BAND && (!SEP || K == 5)) {
     if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
       constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
