@@ -317,9 +317,10 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // make_stream_coeffs), so one IMAD multiplies and adds both lanes of a
   // register at once. The window's elements -8 .. 23 (relative to the lane's
   // 16) are unpacked into pairs pp[i] = (e, e + 1), e = 2 i - 8 (one PRMT
-  // each); the horizontal tap C d elements away is pp[j + 4 + d C / 2], or
-  // for an odd offset the two pairs' halves between (one PRMT). The vertical
-  // pass accumulates into KH rotating rows of pairs, as the FP32 kernel does.
+  // each); for output pair j (elements 2 j, 2 j + 1) the tap d = (k - 2) C
+  // elements away is pp[j + 4 + d / 2] where d is even, else the halves of
+  // the two pairs around it (one PRMT). The vertical pass accumulates into KH
+  // rotating rows of pairs, as the FP32 kernel's rows rotate.
   [[maybe_unused]] unsigned iacc[K == 5 ? KH : 1][LB / 2];
   [[maybe_unused]] auto products5 = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     constexpr int S = decltype(s_const)::value;
