@@ -174,6 +174,30 @@ TEST(Border, IndexMappingMatchesOpenCVDefinitions) {
   EXPECT_EQ(border_index(5, 1, BorderMode::reflect101), 0);
   EXPECT_EQ(border_index(-7, 2, BorderMode::reflect), 1);
   EXPECT_EQ(border_index(-7, 3, BorderMode::wrap), 2);
+  // Every coordinate near and far, on every width from 1: border_index (a
+  // division) and detail::border_index_near (one reflection, else the
+  // division) agree with reflecting (or wrapping) step by step until the
+  // coordinate lands inside.
+  const auto stepwise = [](int i, int n, BorderMode m) {
+    while (i < 0 || i >= n) {
+      if (m == BorderMode::constant) return -1;
+      if (m == BorderMode::replicate) return i < 0 ? 0 : n - 1;
+      if (m == BorderMode::wrap) i += i < 0 ? n : -n;
+      else if (m == BorderMode::reflect) i = i < 0 ? -1 - i : 2 * n - 1 - i;
+      else if (n == 1) i = 0;
+      else i = i < 0 ? -i : 2 * n - 2 - i;  // reflect101
+    }
+    return i;
+  };
+  int checked = 0;
+  for (BorderMode m : {BorderMode::constant, BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101,
+                       BorderMode::wrap})
+    for (int n = 1; n <= 40; ++n)
+      for (int i = -300; i <= 300; ++i, ++checked) {
+        ASSERT_EQ(border_index(i, n, m), stepwise(i, n, m)) << to_string(m) << " i=" << i << " n=" << n;
+        ASSERT_EQ(detail::border_index_near(i, n, m), stepwise(i, n, m)) << to_string(m) << " i=" << i << " n=" << n;
+      }
+  EXPECT_EQ(checked, 5 * 40 * 601);
   EXPECT_EQ(parse_border("constant:5").value, 5.0f);
   EXPECT_EQ(parse_border("reflect101").mode, BorderMode::reflect101);
   EXPECT_THROW(parse_border("mirror2"), Error);

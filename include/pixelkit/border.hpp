@@ -66,4 +66,34 @@ PIXELKIT_HD int border_index(int i, int n, BorderMode mode) {
   return -1;
 }
 
+namespace detail {
+/// border_index for a coordinate at most one image size outside (a tile's
+/// reach, wherever the image is wider than the kernel): one reflection or
+/// period, without the division that border_index takes for reflect,
+/// reflect101 and wrap; coordinates farther out go through border_index, so
+/// the answer is the same. Kept apart from border_index, whose every caller
+/// would inline it: in the streaming tensor-core filter kernel it cost 2-6%
+/// at 4K and 8K (docs/notes-filter-cuda.md, run 27).
+PIXELKIT_HD int border_index_near(int i, int n, BorderMode mode) {
+  if (i >= 0 && i < n) return i;
+  int q = -1;
+  switch (mode) {
+    case BorderMode::constant:
+      return -1;
+    case BorderMode::replicate:
+      return i < 0 ? 0 : n - 1;
+    case BorderMode::reflect:
+      q = i < 0 ? -1 - i : 2 * n - 1 - i;
+      break;
+    case BorderMode::reflect101:
+      q = n == 1 ? 0 : i < 0 ? -i : 2 * n - 2 - i;
+      break;
+    case BorderMode::wrap:
+      q = i < 0 ? i + n : i - n;
+      break;
+  }
+  return q >= 0 && q < n ? q : border_index(i, n, mode);
+}
+}  // namespace detail
+
 }  // namespace pixelkit

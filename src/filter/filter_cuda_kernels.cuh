@@ -187,7 +187,7 @@ __device__ __forceinline__ float load_border(const FilterArgs<T>& a, int sy, int
   if (sy < 0) return a.border_value;
   const int x = (e + C * 64) / C - 64;  // floor(e / C) for e >= -64*C
   const int c = e - x * C;
-  const int sx = border_index(x, a.src.width, a.mode);
+  const int sx = detail::border_index_near(x, a.src.width, a.mode);
   if (sx < 0) return a.border_value;
   return Elem<T>::to_float(a.src.row(sy)[sx * C + c]);
 }
@@ -211,7 +211,7 @@ __device__ __forceinline__ void fill_tile(float* __restrict__ tile, int stride, 
   } else {
     for (int u = tid; u < units; u += NT) {
       const int r = u / w4, q = u - r * w4;
-      const int sy = border_index(ybase + r, a.src.height, a.mode);
+      const int sy = detail::border_index_near(ybase + r, a.src.height, a.mode);
       const int e = ebase + 4 * q;
       *reinterpret_cast<float4*>(tile + r * stride + 4 * q) =
           make_float4(load_border<T, C>(a, sy, e), load_border<T, C>(a, sy, e + 1), load_border<T, C>(a, sy, e + 2),

@@ -324,7 +324,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
         if (u < kTasks) {
           const int r = u / kPx, x = u - r * kPx;
           const int sy = border_index(ys + r, height, a.mode);
-          const int sx = sy < 0 ? -1 : border_index(px0 - 4 + x, width, a.mode);
+          const int sx = sy < 0 ? -1 : detail::border_index_near(px0 - 4 + x, width, a.mode);
           const std::uint8_t* px = sx < 0 ? nullptr : a.src.row(sy) + sx * C;
 #pragma unroll
           for (int c = 0; c < C; ++c) {

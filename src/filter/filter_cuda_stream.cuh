@@ -21,8 +21,11 @@
 //      image is read.
 //   2. Borders: rows above and below map through border_index (one uniform
 //      test per row; a constant row is filled with the value); only the
-//      warps whose strip touches the left or right edge patch the R = C
-//      bytes beyond it, so interior strips pay nothing.
+//      warps whose strip touches the left or right edge patch the R bytes
+//      beyond it, so interior strips pay nothing. The patch copies the bytes
+//      it maps to from the slot where they already are (replicate, reflect,
+//      reflect101), from global memory only where they are not (wrap): a
+//      load on every row that the warp waits for (notes, run 27).
 //   3. Window: each lane reads its 16 bytes and 16 each side from the slot
 //      (three conflict-free 16-byte shared loads) and converts the 16 + 2R
 //      it needs to floats (PRMT + FADD).
@@ -163,6 +166,9 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   const int n_chunk = min(max(rb - x, 0), LB);
   const int n_right = min(max(rb - (x0 + SB), 0), HB);
   const bool edge_strip = x0 == 0 || rb < x0 + SB + R;  // warp-uniform
+  // Row bytes [in_lo, in_hi) are in a row's slot once its copies landed
+  // (the left halo, the chunks and the right halo, clipped to the row).
+  const int in_lo = x0 > 0 ? x0 - HB : 0, in_hi = min(rb, x0 + SB + HB);
   const std::uint8_t border_byte = static_cast<std::uint8_t>(p.border_word & 0xffu);
 
   // Per-lane copy plan, fixed for the segment: the lane's chunk, and for
@@ -227,17 +233,22 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       __syncwarp();
     } else if (edge_strip) {
       if (lane < R) {
-        const std::uint8_t* row = a.src.row(sy);
+        // A source byte from the slot where this row's copies put it (replicate,
+        // reflect and reflect101 take pixels next to the edge), else from the
+        // row in global memory (wrap, or images narrower than the reach): a
+        // load the warp would wait for on every row.
+        const std::uint8_t* const row = a.src.row(sy);
+        auto source = [&](int b) { return b >= in_lo && b < in_hi ? s[HB + b - x0] : row[b]; };
         if (x0 == 0) {  // element lane - R, left of the image
           const int e = lane - R;
           const int px = (e + C * 16) / C - 16;  // floor(e / C) for e >= -16
-          const int sx = border_index(px, width, a.mode);
-          s[HB + e] = sx < 0 ? border_byte : row[sx * C + (e - px * C)];
+          const int sx = detail::border_index_near(px, width, a.mode);
+          s[HB + e] = sx < 0 ? border_byte : source(sx * C + (e - px * C));
         }
         const int e = rb + lane;  // right of the image
         if (e < x0 + SB + HB) {
-          const int sx = border_index(width + lane / C, width, a.mode);
-          s[HB + e - x0] = sx < 0 ? border_byte : row[sx * C + lane % C];
+          const int sx = detail::border_index_near(width + lane / C, width, a.mode);
+          s[HB + e - x0] = sx < 0 ? border_byte : source(sx * C + lane % C);
         }
       }
       __syncwarp();
