@@ -60,7 +60,9 @@
 // than the tiled kernel, 720p a tie. A copy through the same pipeline (no
 // products) took 1.47x the floor at 8K in one wave, and more rows in flight
 // made it slower; run 15's bands took 8K to 0.098 / 0.089 ms (1.50x and
-// 1.36x the floor), run 24's interior path dense 3x3 to 0.092 (1.40x).
+// 1.36x the floor), run 24's interior path dense 3x3 to 0.092 (1.40x), run
+// 27's edge patch from the slot to 0.090 / 0.087 (1.37x and 1.32x; 4K
+// 0.033 -> 0.030 / 0.032 -> 0.028).
 #pragma once
 
 #include <cstdint>
