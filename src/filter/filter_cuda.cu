@@ -388,17 +388,20 @@ class CudaFilterImpl final : public CudaFilter {
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
         const int steps = (rows + 15) / 16;
-        const int factor = mma_stream_tuning::kEdgeSegFactor;
+        const bool three_down = mma_ksteps(mma_stream_.ny, 0) == 3;
         const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
-        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));  // bands for one wave
-        p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
         // Three k-steps down (vertical sides 19..31) on a large image: the
         // blocks walk bands of kBandSegRows rows instead (notes, run 15).
         const int band = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? 16 * ((band_rows_ + 15) / 16)
                                                                   : mma_stream_tuning::kBandSegRows;
-        const long long band_items = static_cast<long long>(n_int + n_edge * factor) * ((rows + band - 1) / band);
-        const bool bands = band_rows_ > 0 || (band_rows_ == 0 && mma_ksteps(mma_stream_.ny, 0) == 3 &&
+        const long long band_items = static_cast<long long>(n_int + n_edge * mma_stream_tuning::kEdgeSegFactor) *
+                                     ((rows + band - 1) / band);
+        const bool bands = band_rows_ > 0 || (band_rows_ == 0 && three_down &&
                                               band_items >= mma_stream_tuning::kBandMinRounds * resident);
+        const int factor = three_down && !bands ? mma_stream_tuning::kEdgeSegFactorThreeDown
+                                                : mma_stream_tuning::kEdgeSegFactor;
+        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));  // bands for one wave
+        p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
         if (bands) p.seg_rows = std::min(p.seg_rows, band);
         p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
         p.edge_seg_rows = 16 * ((p.seg_rows / 16 + factor - 1) / factor);
