@@ -119,7 +119,7 @@ constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block eac
 /// steps otherwise take the same time).
 constexpr int kEdgeSegFactor = 4;
 /// The same in one wave for kernels of three vertical k-steps (sides
-/// 19..31), whose edge steps cost more still (notes, run 27: H100 RGB, ms,
+/// 19..31), whose edge steps cost more still (notes, run 28: H100 RGB, ms,
 /// factors 4 / 6 / 8: 4K gaussian:21 0.0693-0.0701 / 0.0636-0.0641 /
 /// 0.0630-0.0634, gaussian:31 0.0696-0.0708 / 0.0661-0.0667 / 0.0663-0.0668;
 /// 1080p gaussian:21 0.0222-0.0223 / 0.0213 / 0.0215; the two-k-step sizes
