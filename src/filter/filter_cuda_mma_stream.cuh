@@ -332,7 +332,7 @@ struct MmaStreamLoads {
       const unsigned* src = reinterpret_cast<const unsigned*>(p.a.src.data + fast + j * p.src_pitch_warps);
 #pragma unroll
       for (int i = 0; i < C; ++i)
-        if (active) w[j][i] = __ldg(src + i);
+        if (active) w[j][i] = ldg_u32_prefetch(src + i);
     }
   }
 
