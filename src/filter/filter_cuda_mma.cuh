@@ -186,9 +186,9 @@ __device__ __forceinline__ void lds_v2(unsigned& r0, unsigned& r1, unsigned addr
 // the L2 prefetch-size hint .L2::256B: a miss brings the whole 256-byte block
 // around it from DRAM, so the narrow strips that neighbouring blocks read at
 // about the same time arrive in fewer, longer DRAM bursts (notes, run 29;
-// H100, 8K RGB, ms: dense 3x3 0.0899 -> 0.0877 and gaussian:5 0.0929 ->
-// 0.0904 on the row-streaming kernel, gaussian:9 0.1063 -> 0.1048 and
-// gaussian:31 0.2001 -> 0.1963 on the tensor-core one; the dense tensor-core
+// H100, 8K RGB, ms: dense 3x3 0.0898 -> 0.0877 and gaussian:5 0.0928 ->
+// 0.0903 on the row-streaming kernel, gaussian:9 0.1061 -> 0.1045 and
+// gaussian:31 0.2001 -> 0.1957 on the tensor-core one; the dense tensor-core
 // kernel, 4K and 1080p within 1%; .L2::128B gained as much on the
 // row-streaming kernel and less on the tensor-core one).
 #define PIXELKIT_FILTER_L2_PREFETCH ".L2::256B"
