@@ -802,13 +802,15 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
   // The automatic rule (filter_cuda.cu) on a 1283x771 image, 21 x 13 tiles:
   // fewer than one wave on an sm_80+ GPU. 7x7 / 9x9 and non-square kernels
-  // take the tensor cores at any size; 3x3 only from 12 waves, gaussian:7
-  // from one. Host images go through strips (several launches, y ranges).
+  // take the tensor cores at any size; 3x3 only from 12 waves, 5x5 from 4
+  // (TensorCoreDenseTakesFiveByFiveFromFourWaves), gaussian:7 from one. Host
+  // images go through strips (several launches, y ranges).
   const Image big = random_image(1283, 771, 3, PixelType::u8, 78);
   struct Auto { Kernel k; bool want_tc; };
   const std::vector<Auto> autos = {{random_kernel(9, 9, 79), true},
                                    {parse_kernel("1,2,3,4,5,6,7;7,6,5,4,3,2,1;0,1,0,1,0,1,0/29"), true},
                                    {parse_kernel("edge"), false},
+                                   {random_kernel(5, 5, 80), false},
                                    {parse_kernel("gaussian:7"), false}};
   for (const auto& [k, want_tc] : autos) {
     ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
@@ -823,6 +825,31 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
     filter2d(big, from_host.view(), k, b, o);
     EXPECT_TRUE(agrees(from_host, run(Backend::ref, big, k, b))) << k.name << " (host strips)";
   }
+}
+
+// The automatic rule sends dense 5x5 to the tensor cores from 4 waves of
+// 64x64 tiles (mma_dense_tuning::auto_min_waves; notes, run 30), and keeps
+// it on the FP32 tiled kernel below. The image is sized from this GPU's SM
+// count for 6 waves and 2 at an H100's 3 blocks per SM (3 channels), so that
+// GPUs that hold 2 or 4 such blocks per SM fall on the same sides of 4.
+TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveFromFourWaves) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  const bool tc = device_has_tensor_core_path();
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const Kernel k = random_kernel(5, 5, 81);
+  const Border b{BorderMode::reflect101, 0};
+  for (const auto& [waves, want_tc] : {std::pair{6, true}, std::pair{2, false}}) {
+    ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
+    const int tile_rows = (waves * 3 * sms + 39) / 40;  // 40 tiles across
+    const Image src = random_image(40 * 64 - 5, tile_rows * 64 - 9, 3, PixelType::u8, 82 + waves);
+    std::string path;
+    const Image got = run_device(src.cview(), k, b, &path);
+    EXPECT_EQ(path.find("dense tensor cores") != std::string::npos, want_tc && tc) << waves << " waves: " << path;
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves << " waves: " << path;
+  }
+#endif
 }
 
 TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {

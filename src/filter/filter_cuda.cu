@@ -16,7 +16,7 @@
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
 //       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
-//       3x3 and 5x5 from 12 waves of tiles (8K);  u8 dense kernel up to 9x9; =dense: every u8
+//       3x3 from 12 waves of tiles, 5x5 from 4;   u8 dense kernel up to 9x9; =dense: every u8
 //       u8 separable 7x7 from one wave            kernel up to 9x9, separable ones too)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
 //   u8 separable that the streaming kernel     -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
@@ -231,7 +231,9 @@ class CudaFilterImpl final : public CudaFilter {
     // and 5x5 it loses below 8K (its tiles take longer than the FP32
     // kernel's, so small grids end on a long tail) and wins by 4-6% at 8K,
     // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
-    // kernel (0.209 against 0.218 at 8K).
+    // kernel (0.209 against 0.218 at 8K). Since run 19's tile counter, 5x5
+    // wins from 4 waves (4K RGB 0.0499 -> 0.0472 ms; run 30):
+    // mma_dense_tuning::auto_min_waves.
     // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
     // kernels, dense and separable (run 10 of the notes, H100, RGB, ms,
     // dense 3x3 / gaussian:3, streaming against before): 720p 0.0082 / 0.0079
@@ -262,7 +264,7 @@ class CudaFilterImpl final : public CudaFilter {
         case MmaPolicy::on: mma_dense_min_waves_ = kernel.separable ? -1 : 0; break;
         default:
           if (dense_path)
-            mma_dense_min_waves_ = kw_ == kh_ && kw_ <= 5 ? 12 : 0;
+            mma_dense_min_waves_ = kw_ == kh_ && kw_ <= 5 ? mma_dense_tuning::auto_min_waves(kw_) : 0;
           else if (kw_ == 7 && kh_ == 7)
             mma_dense_min_waves_ = 1;
           break;

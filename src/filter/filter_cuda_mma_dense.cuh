@@ -87,6 +87,17 @@ constexpr bool lo_b_in_smem(int kh) { return kh == 9; }
 /// 7x7 0.1835 -> 0.1738, 5x5 0.1497 -> 0.1437; 1080p, 1.3 tiles a block,
 /// 9x9 0.0326 -> 0.0354, 7x7 0.0294 -> 0.0316).
 constexpr int kDynamicMinRounds = 4;
+/// The automatic rule for square u8 kernels that the FP32 kernels also run
+/// well (filter_cuda.cu): this kernel from this many waves of tiles (tiles
+/// over resident blocks), the FP32 tiled kernel below. Its tiles take longer
+/// than the FP32 kernel's, so a short grid ends on a long tail; from
+/// kDynamicMinRounds waves the counter balances the tail away. Measured on
+/// an H100, RGB u8, dense 5x5, ms, FP32 tiled / tensor cores (notes, run 30):
+/// 2.3 waves (1440p) 0.0263 / 0.0296, 3.0 (2880x1620) 0.0315 / 0.0316, 3.7
+/// (3200x1800) 0.0369 / 0.0376, 5.2 (4K) 0.0499 / 0.0472, 9.1 (5K) 0.0812 /
+/// 0.0699, 1.3 (1080p) 0.0184 / 0.0262. 3x3 (which the row-streaming kernel
+/// takes wherever it fits) keeps run 9's 12 waves.
+constexpr int auto_min_waves(int side) { return side == 5 ? kDynamicMinRounds : 12; }
 }  // namespace mma_dense_tuning
 
 struct MmaDenseCoeffs {
