@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CuPy peer of bench_filter_gpu: cupyx.scipy.ndimage on the same sizes and kernels.
 
-    python3 bench/peers/filter_cupy.py [--quick] [--runs N] [--csv FILE]
+    python3 bench/peers/filter_cupy.py [--quick] [--size WxH]... [--runs N] [--csv FILE]
 
 What is timed (device-resident data, CuPy events, median of N runs after warm-up,
 inputs rotated among enough buffers to exceed 2x L2 when the image is smaller):
@@ -82,6 +82,8 @@ def copy_bandwidth(runs=20):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1920x1080 and 7680x4320 only")
+    ap.add_argument("--size", action="append", default=[], metavar="WxH",
+                    help="these sizes only (repeatable), as bench_filter_gpu --size")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--csv", default="")
     args = ap.parse_args()
@@ -96,6 +98,12 @@ def main():
     sizes = [(640, 480), (1280, 720), (1920, 1080), (3840, 2160), (7680, 4320)]
     if args.quick:
         sizes = [(1920, 1080), (7680, 4320)]
+    if args.size:
+        try:
+            sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.size]
+            assert all(len(wh) == 2 and wh[0] > 0 and wh[1] > 0 for wh in sizes)
+        except (ValueError, AssertionError):
+            ap.error("--size: expected WxH, e.g. 3840x2160")
     kernels = [("dense%dx%d" % (n, n), "dense", random_dense(n, 1000 + n)) for n in (3, 5, 7, 9)]
     kernels += [("gauss%d" % n, "sep", gaussian_coefficients(n).astype(np.float32)) for n in range(3, 32, 2)]
 
