@@ -1,9 +1,10 @@
-// bench_filter_gpu - pixelkit's CUDA filter on device-resident RGB u8 images,
-// against the memory floor and, when the build found NPP
-// (PIXELKIT_BENCH_HAVE_NPP), against nppiFilterBorder32f_8u_C3R.
+// bench_filter_gpu - pixelkit's CUDA filter on device-resident u8 images (RGB
+// unless --channels says otherwise), against the memory floor and, when the
+// build found NPP (PIXELKIT_BENCH_HAVE_NPP), against nppiFilterBorder32f_8u_C3R
+// (C1R, C4R for 1 and 4 channels).
 //
 //   bench_filter_gpu [--quick] [--csv FILE] [--runs N] [--batch B] [--no-npp]
-//                    [--size WxH]... [--only KERNEL]... [--border MODE]
+//                    [--size WxH]... [--only KERNEL]... [--border MODE] [--channels 1|3|4]
 //                    (e.g. --size 7680x4320 --only dense3x3)
 //
 // Sizes 640x480, 1280x720, 1920x1080, 3840x2160, 7680x4320 (--quick: 1920x1080
@@ -77,6 +78,7 @@ struct Options {
   std::vector<std::pair<int, int>> sizes;  // --size WxH (repeatable); empty: the default list
   std::vector<std::string> only;           // --only NAME (repeatable): kernels by row name
   Border border{BorderMode::replicate, 0.0f};  // --border MODE
+  int channels = 3;                            // --channels 1|3|4 (interleaved)
 };
 
 struct Row {
@@ -239,13 +241,19 @@ int main(int argc, char** argv) try {
       opt.sizes.emplace_back(w, h);
     } else if (a == "--only") {
       opt.only.push_back(next());
+    } else if (a == "--channels") {
+      const std::string v = next();
+      opt.channels = std::atoi(v.c_str());
+      if (v.size() != 1 || (opt.channels != 1 && opt.channels != 3 && opt.channels != 4))
+        throw std::runtime_error("--channels wants 1, 3 or 4, got " + v);
     } else if (a == "--border") {
       opt.border = pixelkit::parse_border(next());
       if (opt.border.mode != BorderMode::replicate) opt.npp = false;  // NPP runs replicate only
     }
     else if (a == "--help" || a == "-h") {
       std::printf("usage: bench_filter_gpu [--quick] [--csv FILE] [--runs N] [--batch B] [--no-npp]\n"
-                  "                        [--size WxH]... [--only dense3x3|...|gauss31]... [--border MODE]\n");
+                  "                        [--size WxH]... [--only dense3x3|...|gauss31]... [--border MODE]\n"
+                  "                        [--channels 1|3|4]\n");
       return 0;
     } else {
       throw std::runtime_error("unknown argument " + a);
@@ -276,7 +284,12 @@ int main(int argc, char** argv) try {
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
   have_npp = opt.npp;
 #endif
-  std::printf("NPP comparison: %s\n\n", have_npp ? "nppiFilterBorder32f_8u_C3R_Ctx (flipped kernel)" : "no");
+  const int ch = opt.channels;
+  std::printf("NPP comparison: %s\n\n",
+              have_npp ? (ch == 1 ? "nppiFilterBorder32f_8u_C1R_Ctx (flipped kernel)"
+                                  : ch == 3 ? "nppiFilterBorder32f_8u_C3R_Ctx (flipped kernel)"
+                                            : "nppiFilterBorder32f_8u_C4R_Ctx (flipped kernel)")
+                       : "no");
 
   std::vector<std::pair<int, int>> sizes = {{640, 480}, {1280, 720}, {1920, 1080}, {3840, 2160}, {7680, 4320}};
   if (opt.quick) sizes = {{1920, 1080}, {7680, 4320}};
@@ -289,12 +302,12 @@ int main(int argc, char** argv) try {
   std::vector<Row> rows;
   bool all_ok = true;
   for (const auto& [w, h] : sizes) {
-    const std::size_t bytes = static_cast<std::size_t>(w) * h * 3;
-    Image hsrc(w, h, 3, PixelType::u8);
+    const std::size_t bytes = static_cast<std::size_t>(w) * h * ch;
+    Image hsrc(w, h, ch, PixelType::u8);
     std::mt19937 rng(static_cast<unsigned>(w * 7 + h));
     for (int y = 0; y < h; ++y) {
       auto* r = hsrc.row<std::uint8_t>(y);
-      for (int i = 0; i < w * 3; ++i) r[i] = static_cast<std::uint8_t>(rng() >> 24);
+      for (int i = 0; i < w * ch; ++i) r[i] = static_cast<std::uint8_t>(rng() >> 24);
     }
     const int nbuf = bytes * 2 < static_cast<std::size_t>(l2) * 2
                          ? static_cast<int>(std::min<std::size_t>(16, (4ull * l2 + bytes - 1) / bytes))
@@ -302,14 +315,14 @@ int main(int argc, char** argv) try {
     std::vector<Image> dsrc, ddst;
     for (int i = 0; i < std::max(nbuf, 1); ++i) {
       dsrc.push_back(pixelkit::clone(hsrc.cview(), Memory::device));
-      ddst.emplace_back(w, h, 3, PixelType::u8, Memory::device);
+      ddst.emplace_back(w, h, ch, PixelType::u8, Memory::device);
     }
     // The same buffers copied by a plain kernel, timed as the filters are:
     // what this size costs anything that reads and writes the image once
     // (launch and ramp included), beside the floor from 1 GiB copies.
     double copy_ms = -1;
-    if ((w * 3) % 16 == 0) {
-      const int units = w * 3 / 16, rows = h;  // (a lambda cannot capture a structured binding in C++17)
+    if ((w * ch) % 16 == 0) {
+      const int units = w * ch / 16, rows = h;  // (a lambda cannot capture a structured binding in C++17)
       const unsigned blocks = static_cast<unsigned>((static_cast<long long>(units) * h + 255) / 256);
       copy_ms = time_launches(
           [&](int i, cudaStream_t s) {
@@ -320,8 +333,8 @@ int main(int argc, char** argv) try {
           },
           stream, opt.runs, opt.batch);
     }
-    std::printf("== %dx%d RGB u8: %.1f MB, %d buffer set(s); copy kernel on these buffers %s ms (floor %.4f ms) ==\n",
-                w, h, bytes / 1e6, nbuf, fmt(copy_ms, 4).c_str(), 2.0 * bytes / bw * 1e3);
+    std::printf("== %dx%d %s u8: %.1f MB, %d buffer set(s); copy kernel on these buffers %s ms (floor %.4f ms) ==\n",
+                w, h, ch == 3 ? "RGB" : ch == 1 ? "C1" : "C4", bytes / 1e6, nbuf, fmt(copy_ms, 4).c_str(), 2.0 * bytes / bw * 1e3);
     std::fflush(stdout);
     const bool small = static_cast<long long>(w) * h <= 640 * 480;
 
@@ -348,19 +361,19 @@ int main(int argc, char** argv) try {
       const Image got = pixelkit::clone(ddst[0].cview(), Memory::host);
       const auto t0 = std::chrono::steady_clock::now();
       if (small) {
-        Image want(w, h, 3, PixelType::u8);
+        Image want(w, h, ch, PixelType::u8);
         pixelkit::Options r;
         r.backend = Backend::ref;
         pixelkit::filter2d(hsrc.cview(), want.view(), k, border, r);
         row.max_diff = max_abs_diff(got.cview(), want.cview());
-        Image cpu(w, h, 3, PixelType::u8);
+        Image cpu(w, h, ch, PixelType::u8);
         r.backend = Backend::cpu;
         pixelkit::filter2d(hsrc.cview(), cpu.view(), k, border, r);
         const double cpu_diff = max_abs_diff(cpu.cview(), want.cview());
         row.check = "ref full";
         if (cpu_diff > 1) row.check += " (cpu vs ref " + fmt(cpu_diff, 0) + "!)";
       } else {
-        Image cpu(w, h, 3, PixelType::u8);
+        Image cpu(w, h, ch, PixelType::u8);
         pixelkit::Options r;
         r.backend = Backend::cpu;
         pixelkit::filter2d(hsrc.cview(), cpu.view(), k, border, r);
@@ -376,7 +389,7 @@ int main(int argc, char** argv) try {
           if (!bands) break;
           const int s0 = std::max(0, b0 - ry), s1 = std::min(h, b0 + 4 + ry);
           const ConstImageView sub = hsrc.cview().sub(0, s0, w, s1 - s0);
-          Image want(w, s1 - s0, 3, PixelType::u8);
+          Image want(w, s1 - s0, ch, PixelType::u8);
           pixelkit::filter2d(sub, want.view(), k, border, r);
           band = std::max(band, max_abs_diff(got.cview(), want.cview(), b0, b0 - s0, 4));
         }
@@ -415,11 +428,15 @@ int main(int argc, char** argv) try {
         const NppStreamContext ctx = npp_context(stream);
         auto npp_run = [&](int i, cudaStream_t) {
           const std::size_t b = static_cast<std::size_t>(i % nbuf);
-          const NppStatus st = nppiFilterBorder32f_8u_C3R_Ctx(
+          auto* const fn = ch == 1 ? nppiFilterBorder32f_8u_C1R_Ctx
+                           : ch == 3 ? nppiFilterBorder32f_8u_C3R_Ctx
+                                     : nppiFilterBorder32f_8u_C4R_Ctx;
+          const NppStatus st = fn(
               static_cast<const Npp8u*>(dsrc[b].cview().data), static_cast<int>(dsrc[b].pitch()), NppiSize{w, h},
               NppiPoint{0, 0}, static_cast<Npp8u*>(ddst[b].view().data), static_cast<int>(ddst[b].pitch()),
               NppiSize{w, h}, dk, NppiSize{n, n}, NppiPoint{n / 2, n / 2}, NPP_BORDER_REPLICATE, ctx);
-          if (st != NPP_SUCCESS) throw std::runtime_error("nppiFilterBorder32f_8u_C3R_Ctx: status " + std::to_string(st));
+          if (st != NPP_SUCCESS)
+            throw std::runtime_error("nppiFilterBorder32f_8u_C" + std::to_string(ch) + "R_Ctx: status " + std::to_string(st));
         };
         npp_run(0, stream);
         BENCH_CUDA(cudaStreamSynchronize(stream));
@@ -440,12 +457,13 @@ int main(int argc, char** argv) try {
   }
 
   // ---- report ----
-  std::printf("\n%s, copy %.0f GB/s; floor = 2 x image bytes / copy bandwidth\n\n", prop.name, bw / 1e9);
+  std::printf("\n%s, %d-channel u8, copy %.0f GB/s; floor = 2 x image bytes / copy bandwidth\n\n", prop.name, ch,
+              bw / 1e9);
   std::printf("| size | kernel | ms | Mpix/s | GB/s | floor ms | floor/ms | copy ms | ms/copy | NPP ms | ours/NPP | max diff | path |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     const double mpix = r.ms > 0 ? r.w * double(r.h) / (r.ms * 1e3) : 0;
-    const double gbs = r.ms > 0 ? 2.0 * r.w * r.h * 3 / (r.ms * 1e6) : 0;
+    const double gbs = r.ms > 0 ? 2.0 * r.w * r.h * ch / (r.ms * 1e6) : 0;
     std::printf("| %dx%d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %g%s | %s |\n", r.w, r.h, r.kernel.c_str(),
                 fmt(r.ms, 4).c_str(), fmt(mpix, 0).c_str(), fmt(gbs, 0).c_str(), fmt(r.floor_ms, 4).c_str(),
                 r.ms > 0 ? fmt(r.floor_ms / r.ms, 2).c_str() : "-", fmt(r.copy_ms, 4).c_str(),
@@ -459,7 +477,7 @@ int main(int argc, char** argv) try {
     for (const Row& r : rows) {
       out << "pixelkit," << r.w << ',' << r.h << ',' << r.kernel << ',' << r.ms << ','
           << (r.ms > 0 ? r.w * double(r.h) / (r.ms * 1e3) : 0) << ','
-          << (r.ms > 0 ? 2.0 * r.w * r.h * 3 / (r.ms * 1e6) : 0) << ',' << r.floor_ms << ','
+          << (r.ms > 0 ? 2.0 * r.w * r.h * ch / (r.ms * 1e6) : 0) << ',' << r.floor_ms << ','
           << (r.ms > 0 ? r.floor_ms / r.ms : 0) << ',' << r.npp_ms << ','
           << (r.npp_ms > 0 && r.ms > 0 ? r.ms / r.npp_ms : -1) << ',' << r.max_diff << ',' << (r.ok ? 1 : 0) << ",\""
           << r.path << "\"," << r.copy_ms << "\n";
