@@ -1092,6 +1092,38 @@ TEST(FilterCuda, StreamingFiveByFiveWholeNumberKernelsAreExactInBands) {
   }
 }
 
+// The rule walks 5x5 integer kernels in bands from 1.5 waves of 16-row
+// segments (stream_tuning::bands_by_rule; notes, run 30), 3x3 kernels from 3.
+// Images sized from this GPU's SM count in waves of 20 warps per SM (the
+// kernel's launch bound of 5 blocks of 4; up to 32 if its registers allow):
+// 2.5 such waves take the bands for gaussian:5 (1.56-2.5 real waves) and one
+// wave for edge (under 3); 1 wave keeps gaussian:5 on the tensor-core kernel.
+// Four channels, where the bands gain most.
+TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the streaming kernels need sm_80";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ScopedEnv stream_env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+  const Border b{BorderMode::replicate, 0};
+  constexpr int kStrips = 8;  // 1024 pixels of 4 bytes: 8 strips of 512 bytes
+  for (const auto& [half_waves, kernel, want_bands] :
+       {std::tuple{5, "gaussian:5", true}, std::tuple{5, "edge", false}, std::tuple{2, "gaussian:5", false}}) {
+    const int segs = (half_waves * 10 * sms + kStrips - 1) / kStrips;
+    const Image src = random_image(kStrips * 128, 16 * segs - 3, 4, PixelType::u8, 5300 + half_waves);
+    const Kernel k = parse_kernel(kernel);
+    std::string path;
+    const Image got = run_device(src.cview(), k, b, &path);
+    const std::string what = std::to_string(half_waves) + "/2 waves, " + kernel + ": " + path;
+    EXPECT_EQ(path.find("in bands") != std::string::npos, want_bands) << what;
+    EXPECT_EQ(path.find("5x5 integer factors") != std::string::npos, std::string(kernel) == "gaussian:5") << what;
+    EXPECT_EQ(count_differing(got, run(Backend::ref, src, k, b)), 0) << what;  // both paths are exact here
+  }
+#endif
+}
+
 TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
   PIXELKIT_REQUIRE_GPU();
   // Declined: a constant border value that is not a whole grey level (the

@@ -349,7 +349,7 @@ class CudaFilterImpl final : public CudaFilter {
         sp.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
         const long long wave = warps_per_sm * sm_count();
         const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
-        bands = band_rows_ > 0 || (band_rows_ == 0 && sp.strips * band_segs >= stream_tuning::kBandMinWaves * wave);
+        bands = band_rows_ > 0 || (band_rows_ == 0 && stream_tuning::bands_by_rule(si.side, sp.strips * band_segs, wave));
         if (!bands) {
           // One wave of warps, segments as tall as that needs, consecutive
           // warps down one strip.

@@ -39,7 +39,8 @@
 //      16-byte store per lane.
 //
 // Grid. One segment per warp, in one of two layouts:
-// - large images (at least kBandMinWaves waves of 16-row segments; 8K):
+// - large images (at least kBandMinWaves waves of 16-row segments, 8K RGB;
+//   1.5 waves for the 5x5 integer instances, bands_by_rule):
 //   segments of kBandSegRows = 16 rows, strip fastest, several waves of
 //   warps. The warps in flight then cover a narrow band of rows that moves
 //   down the image; DRAM serves that far better than one wave spread over
@@ -100,6 +101,19 @@ constexpr int kMinSegRows = 4;
 /// segments make 1.2 waves, whose tail loses (0.0333 -> 0.0371).
 constexpr int kBandSegRows = 16;
 constexpr int kBandMinWaves = 3;
+/// The 5x5 integer instances run only in bands (in one wave the tensor-core
+/// INT kernel is faster), from 1.5 waves of 16-row segments rather than 3:
+/// the tensor-core kernel they displace is weakest at 1 and 4 channels (notes,
+/// run 30; H100, gaussian:5, ms, tensor cores / bands of 16 rows: 1.53 waves,
+/// 8K one channel 0.0488 / 0.0410 and 4K four channels 0.0558 / 0.0399; 1.18
+/// waves, 4K RGB 0.0325 / 0.0400; 0.41, 4K one channel 0.0172 / 0.0210).
+/// Twice the waves, so that 1.5 stays whole.
+constexpr int kBandMinHalfWaves5 = 3;
+/// Whether the rule walks an image of `segs16` 16-row segments in bands, for
+/// a kernel of this side, with `wave` warps resident at once.
+constexpr bool bands_by_rule(int side, long long segs16, long long wave) {
+  return side == 5 ? 2 * segs16 >= kBandMinHalfWaves5 * wave : segs16 >= kBandMinWaves * wave;
+}
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
 }  // namespace stream_tuning
