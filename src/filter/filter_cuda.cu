@@ -32,9 +32,10 @@
 // No device scratch is needed on either path: both passes of the separable
 // filter meet in shared memory.
 // Both streaming kernels walk the largest images in bands of short segments
-// (the 3x3 kernel at 8K, the tensor-core one for vertical sides 19..31 at
-// 8K; the path then ends in "in bands"; PIXELKIT_CUDA_FILTER_BANDS=off:
-// never, on or N: always, see band_rows_policy).
+// (the 3x3 kernel at 8K RGB, its 5x5 integer instances from half as many
+// segments, stream_tuning::bands_by_rule; the tensor-core one for vertical
+// sides 19..31 at 8K; the path then ends in "in bands";
+// PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
