@@ -79,6 +79,15 @@ def copy_bandwidth(runs=20):
     return 2.0 * n / (ms * 1e-3)
 
 
+def parse_size(text):
+    """(W, H) from "WxH" with both positive, else None."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    w, h = int(parts[0]), int(parts[1])
+    return (w, h) if w > 0 and h > 0 else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1920x1080 and 7680x4320 only")
@@ -99,10 +108,8 @@ def main():
     if args.quick:
         sizes = [(1920, 1080), (7680, 4320)]
     if args.size:
-        try:
-            sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.size]
-            assert all(len(wh) == 2 and wh[0] > 0 and wh[1] > 0 for wh in sizes)
-        except (ValueError, AssertionError):
+        sizes = [parse_size(s) for s in args.size]
+        if None in sizes:
             ap.error("--size: expected WxH, e.g. 3840x2160")
     kernels = [("dense%dx%d" % (n, n), "dense", random_dense(n, 1000 + n)) for n in (3, 5, 7, 9)]
     kernels += [("gauss%d" % n, "sep", gaussian_coefficients(n).astype(np.float32)) for n in range(3, 32, 2)]
