@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <initializer_list>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -908,6 +909,87 @@ TEST(FilterCuda, TensorCoreDenseLaunchesOnManyStreamsKeepTheirTiles) {
     EXPECT_TRUE(agrees(clone(dst[static_cast<std::size_t>(i)].cview(), Memory::host), want)) << "stream " << i;
   }
   for (auto& st : streams) cudaStreamDestroy(st);
+#endif
+}
+
+TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the chained paths need compute capability 8.0 or newer";
+  // The tensor-core and row-streaming kernels are launched with programmatic
+  // dependent launch on sm_90 up (launch_persistent): each may be scheduled
+  // while the kernel before it on the stream still runs, and must wait for it
+  // (pdl_begin) before reading its output. Here each launch reads the image
+  // the launch before it wrote, on one stream, with nothing waited for
+  // between them: a chain of 12 through every such kernel (row streaming
+  // dense and separable 3x3, in one wave and in bands; the streaming tensor-core
+  // kernel's integer, fp16 and three-k-step instances; the dense tensor-core
+  // kernel; the tiled separable tensor-core kernel). Every output starts
+  // poisoned, and each must agree with ref applied to the image its launch
+  // read, so a launch that read its input early fails.
+  struct Step {
+    Kernel kernel;
+    const char* mma;    // PIXELKIT_CUDA_FILTER_MMA while the filter is set up, or nullptr
+    const char* bands;  // PIXELKIT_CUDA_FILTER_BANDS, or nullptr
+    const char* path;   // a part of the path it must report
+  };
+  const std::vector<Step> steps = {
+      {random_kernel(3, 3, 71), nullptr, nullptr, "dense streaming 3x3"},
+      {Kernel::gaussian(9), nullptr, nullptr, "tensor cores streaming 9x9 integer"},
+      {random_kernel(9, 9, 72), "dense", nullptr, "dense tensor cores"},
+      {Kernel::gaussian(17), nullptr, nullptr, "tensor cores streaming 17x17"},
+      {Kernel::gaussian(3), nullptr, "on", "separable streaming 3x3 in bands"},
+      {Kernel::gaussian(31), nullptr, "on", "tensor cores streaming 31x31"},
+      {Kernel::gaussian(11), "on", nullptr, "separable tensor cores 11x11"},
+      {Kernel::gaussian(5), nullptr, "on", "streaming 5x5 integer factors in bands"},
+      {random_kernel(3, 3, 73), nullptr, "on", "dense streaming 3x3 in bands"},
+      {Kernel::gaussian(7), nullptr, nullptr, "tensor cores streaming 7x7 integer"},
+      {random_kernel(5, 5, 74), "dense", nullptr, "dense tensor cores"},
+      {Kernel::gaussian(21), nullptr, nullptr, "tensor cores streaming 21x21"},
+  };
+  const Border b{BorderMode::reflect101, 0};
+  const int w = 777, h = 389;
+  std::vector<Image> img;
+  img.push_back(clone(random_image(w, h, 3, PixelType::u8, 75).cview(), Memory::device));
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    img.emplace_back(w, h, 3, PixelType::u8, Memory::device);
+    const ImageView d = img.back().view();
+    ASSERT_EQ(cudaMemset2D(d.data, static_cast<std::size_t>(d.pitch), 0xA5, static_cast<std::size_t>(w) * 3,
+                           static_cast<std::size_t>(h)),
+              cudaSuccess);
+  }
+  // Each filter is set up (on its first call, under its switches) and its
+  // path checked before the chain.
+  std::vector<Filter2D> filters;
+  Image scratch(w, h, 3, PixelType::u8, Memory::device);
+  for (const Step& st : steps) {
+    std::unique_ptr<ScopedEnv> mma, bands;
+    if (st.mma != nullptr) mma = std::make_unique<ScopedEnv>("PIXELKIT_CUDA_FILTER_MMA", st.mma);
+    if (st.bands != nullptr) bands = std::make_unique<ScopedEnv>("PIXELKIT_CUDA_FILTER_BANDS", st.bands);
+    filters.emplace_back(st.kernel, b);
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    filters.back()(img[0].cview(), scratch.view(), o);
+    EXPECT_NE(info.path.find(st.path), std::string::npos) << st.kernel.name << ": " << info.path;
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    Options o;
+    o.backend = Backend::cuda;
+    o.stream = reinterpret_cast<stream_t>(stream);
+    filters[i](img[i].cview(), img[i + 1].view(), o);
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const Image in = clone(img[i].cview(), Memory::host);
+    const Image got = clone(img[i + 1].cview(), Memory::host);
+    EXPECT_TRUE(agrees(got, run(Backend::ref, in, steps[i].kernel, b))) << "step " << i << " " << steps[i].kernel.name;
+  }
 #endif
 }
 

@@ -129,6 +129,14 @@ int band_rows_policy() {
   return n > 0 ? n : 0;
 }
 
+/// PIXELKIT_CUDA_FILTER_PDL=off: launch the tensor-core and row-streaming
+/// kernels without programmatic dependent launch (the benchmark compares
+/// both); unset or anything else: with it, on sm_90 up (launch_persistent).
+bool pdl_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PDL");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
+
 // ---- kernel tables -------------------------------------------------------------
 
 template <typename T>
@@ -247,6 +255,7 @@ class CudaFilterImpl final : public CudaFilter {
     // gaussian:5 and binomials in the band layout: 8K 0.1057 -> 0.0970.
     stream_p_ = StreamParams{};
     band_rows_ = band_rows_policy();
+    pdl_ = pdl_enabled();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
@@ -537,12 +546,27 @@ class CudaFilterImpl final : public CudaFilter {
   }
 
   /// Launches a kernel whose one argument is a parameter block (the
-  /// tensor-core and row-streaming kernels) on `blocks` blocks.
+  /// tensor-core and row-streaming kernels) on `blocks` blocks. On sm_90 up
+  /// the launch allows programmatic dependent launch: the kernel may be
+  /// scheduled while the kernel before it on the stream drains, and waits for
+  /// it in pdl_begin before its first global memory access (notes, run 31:
+  /// ~0.4 us a launch of back-to-back kernels on an H100).
   template <typename Params>
-  static void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
+  void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
     void* kargs[] = {p};
-    PIXELKIT_CUDA_TRY(cudaLaunchKernel(ki.fn, dim3(static_cast<unsigned>(blocks)), dim3(threads), kargs,
-                                       static_cast<std::size_t>(ki.smem_bytes), stream));
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = static_cast<std::size_t>(ki.smem_bytes);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    if (pdl_ && cc_major_.get(cudaDevAttrComputeCapabilityMajor) >= 9) {
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+    }
+    PIXELKIT_CUDA_TRY(cudaLaunchKernelExC(&cfg, ki.fn, kargs));
   }
 
   /// The dense tensor-core kernel's tile counter for launches on `stream`
@@ -599,6 +623,7 @@ class CudaFilterImpl final : public CudaFilter {
   MmaStreamCoeffs mma_stream_{};
   bool stream_ok_ = false;
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
+  bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_persistent)
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never

@@ -203,6 +203,8 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       for (int ky = 0; ky < KH; ++ky) reinterpret_cast<uint2*>(lo_b)[ky * 32 + lane] = make_uint2(bl[ky][0], bl[ky][1]);
   }
 
+  pdl_begin();  // no global memory access before this line
+
   // Fixed thread -> (row, column unit) maps for the row loops below: thread
   // tid serves unit tid % N of rows tid / N, + 256 / N, ... (no division in
   // the loops; threads past the last whole row of units idle).

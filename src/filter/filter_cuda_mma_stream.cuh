@@ -466,6 +466,8 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     fl_q[it] = u - (u / C) * C;
   }
 
+  pdl_begin();  // no global memory access before this line
+
   // Work items: the rows are cut into bands of seg_rows; a band holds one
   // item per interior strip, then edge_subs shorter items for each edge
   // strip (kEdgeSegFactor). Items go round-robin to the blocks of the grid,

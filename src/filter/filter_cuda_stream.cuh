@@ -172,6 +172,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     seg = gw - strip * p.segs;
   }
   const int y0 = a.y_begin + seg * p.seg_rows;
+  pdl_begin();  // no global memory access before this line
   if (strip >= p.strips || y0 >= a.y_end) return;  // whole warp: nothing below uses a block barrier
   const int ny = min(p.seg_rows, a.y_end - y0);
   const int nin = ny + KH - 1;
