@@ -916,15 +916,16 @@ TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the chained paths need compute capability 8.0 or newer";
-  // The tensor-core and row-streaming kernels are launched with programmatic
-  // dependent launch on sm_90 up (launch_persistent): each may be scheduled
-  // while the kernel before it on the stream still runs, and must wait for it
+  // Every filter kernel is launched with programmatic dependent launch on
+  // sm_90 up (CudaFilterImpl::launch_kernel): each may be scheduled while the
+  // kernel before it on the stream still runs, and must wait for it
   // (pdl_begin) before reading its output. Here each launch reads the image
   // the launch before it wrote, on one stream, with nothing waited for
-  // between them: a chain of 12 through every such kernel (row streaming
-  // dense and separable 3x3, in one wave and in bands; the streaming tensor-core
-  // kernel's integer, fp16 and three-k-step instances; the dense tensor-core
-  // kernel; the tiled separable tensor-core kernel). Every output starts
+  // between them: a chain of 14 through every kernel (row streaming dense and
+  // separable 3x3, in one wave and in bands, and its 5x5 integer instance; the
+  // streaming tensor-core kernel's integer, fp16 and three-k-step instances;
+  // the dense tensor-core kernel; the tiled separable tensor-core kernel; the
+  // FP32 dense tiled and separable fused kernels). Every output starts
   // poisoned, and each must agree with ref applied to the image its launch
   // read, so a launch that read its input early fails.
   struct Step {
@@ -946,6 +947,8 @@ TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
       {Kernel::gaussian(7), nullptr, nullptr, "tensor cores streaming 7x7 integer"},
       {random_kernel(5, 5, 74), "dense", nullptr, "dense tensor cores"},
       {Kernel::gaussian(21), nullptr, nullptr, "tensor cores streaming 21x21"},
+      {Kernel::gaussian(13), "off", nullptr, "separable fused 13x13"},
+      {random_kernel(7, 7, 76), "off", nullptr, "dense tiled 7x7"},
   };
   const Border b{BorderMode::reflect101, 0};
   const int w = 777, h = 389;

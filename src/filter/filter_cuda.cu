@@ -129,9 +129,9 @@ int band_rows_policy() {
   return n > 0 ? n : 0;
 }
 
-/// PIXELKIT_CUDA_FILTER_PDL=off: launch the tensor-core and row-streaming
-/// kernels without programmatic dependent launch (the benchmark compares
-/// both); unset or anything else: with it, on sm_90 up (launch_persistent).
+/// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
+/// programmatic dependent launch (the benchmark compares both); unset or
+/// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
 bool pdl_enabled() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PDL");
   return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
@@ -478,7 +478,7 @@ class CudaFilterImpl final : public CudaFilter {
       p.seg_rows = segment_rows(rows, SepTuning::kChunkRows, blocks_x, per_sm, SepTuning::kTargetWaves);
       const int segs = (rows + p.seg_rows - 1) / p.seg_rows;
       const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(segs));
-      fn<<<grid, SepTuning::kThreads, static_cast<std::size_t>(smem), stream>>>(p);
+      launch_kernel(reinterpret_cast<const void*>(fn), grid, dim3(SepTuning::kThreads), smem, &p, stream);
       PIXELKIT_CUDA_CHECK_LAUNCH("separable_fused_kernel");
       return spec ? "cuda separable fused " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape
                   : "cuda separable fused generic " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
@@ -497,7 +497,7 @@ class CudaFilterImpl final : public CudaFilter {
     const dim3 grid(static_cast<unsigned>((wc + DenseTuning::kTileElems - 1) / DenseTuning::kTileElems),
                     static_cast<unsigned>((rows + tile_rows - 1) / tile_rows));
     const dim3 block(DenseTuning::kThreadsX, DenseTuning::kThreadsY);
-    fn<<<grid, block, static_cast<std::size_t>(smem), stream>>>(p);
+    launch_kernel(reinterpret_cast<const void*>(fn), grid, block, smem, &p, stream);
     PIXELKIT_CUDA_CHECK_LAUNCH("dense_tiled_kernel");
     return (spec ? "cuda dense tiled " : "cuda dense tiled generic ") + std::to_string(kw_) + "x" +
            std::to_string(kh_) + shape;
@@ -545,19 +545,19 @@ class CudaFilterImpl final : public CudaFilter {
     return static_cast<long long>((width + tile_px - 1) / tile_px) * ((rows + tile_rows - 1) / tile_rows);
   }
 
-  /// Launches a kernel whose one argument is a parameter block (the
-  /// tensor-core and row-streaming kernels) on `blocks` blocks. On sm_90 up
-  /// the launch allows programmatic dependent launch: the kernel may be
-  /// scheduled while the kernel before it on the stream drains, and waits for
-  /// it in pdl_begin before its first global memory access (notes, run 31:
-  /// ~0.4 us a launch of back-to-back kernels on an H100).
+  /// Launches a filter kernel, whose one argument is a parameter block. On
+  /// sm_90 up the launch allows programmatic dependent launch: the kernel may
+  /// be scheduled while the kernel before it on the stream drains, and waits
+  /// for it in pdl_begin before its first global memory access (notes, run
+  /// 31: H100, 1080p RGB gaussian:17 0.0171 -> 0.0147 ms a launch of
+  /// back-to-back filters; PIXELKIT_CUDA_FILTER_PDL=off turns it off).
   template <typename Params>
-  void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
+  void launch_kernel(const void* fn, dim3 grid, dim3 block, int smem, Params* p, cudaStream_t stream) {
     void* kargs[] = {p};
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cfg.blockDim = dim3(static_cast<unsigned>(threads));
-    cfg.dynamicSmemBytes = static_cast<std::size_t>(ki.smem_bytes);
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = static_cast<std::size_t>(smem);
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -566,7 +566,14 @@ class CudaFilterImpl final : public CudaFilter {
       cfg.attrs = &attr;
       cfg.numAttrs = 1;
     }
-    PIXELKIT_CUDA_TRY(cudaLaunchKernelExC(&cfg, ki.fn, kargs));
+    PIXELKIT_CUDA_TRY(cudaLaunchKernelExC(&cfg, fn, kargs));
+  }
+
+  /// The tensor-core and row-streaming kernels: one dimension of `blocks`.
+  template <typename Params>
+  void launch_persistent(const MmaKernelInfo& ki, int threads, long long blocks, Params* p, cudaStream_t stream) {
+    launch_kernel(ki.fn, dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(threads)), ki.smem_bytes, p,
+                  stream);
   }
 
   /// The dense tensor-core kernel's tile counter for launches on `stream`
@@ -623,7 +630,7 @@ class CudaFilterImpl final : public CudaFilter {
   MmaStreamCoeffs mma_stream_{};
   bool stream_ok_ = false;
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
-  bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_persistent)
+  bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never

@@ -117,6 +117,25 @@ struct SepGeom {
   }
 };
 
+// ---- programmatic dependent launch --------------------------------------------
+
+/// Programmatic dependent launch (sm_90 up; notes, run 31). The host launches
+/// every filter kernel with
+/// cudaLaunchAttributeProgrammaticStreamSerialization (CudaFilterImpl::launch_kernel), so
+/// that a kernel may be scheduled while the kernel before it on the stream
+/// drains. Each of them calls this once, after its prologue (fragments from
+/// the parameter block, shared memory) and before its first global memory
+/// access: it lets the next such kernel be scheduled
+/// (griddepcontrol.launch_dependents; that kernel still waits here for this
+/// one), then waits until the kernels this one depends on have completed and
+/// their writes are visible (griddepcontrol.wait). Launched without the
+/// attribute, or before sm_90, it does nothing.
+__device__ __forceinline__ void pdl_begin() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 // ---- element conversions ------------------------------------------------------
 
 /// Byte I of w as an exact float: PRMT drops the byte into the mantissa of
@@ -333,6 +352,7 @@ __global__ void __launch_bounds__(filter_tuning::Dense::kThreads,
   const int tid = threadIdx.y * D::kThreadsX + threadIdx.x;
   const bool interior = e0 - g.apron >= 0 && e0 + D::kTileElems + g.apron <= wc && y0 - ry >= 0 &&
                         y0 + TH + ry <= a.src.height;
+  pdl_begin();  // no global memory access before this line
 
   float acc[R][4];
 #pragma unroll
@@ -468,6 +488,7 @@ __global__ void __launch_bounds__(filter_tuning::Separable::kThreads,
   const int y0 = a.y_begin + blockIdx.y * p.seg_rows;
   const int y1 = min(y0 + p.seg_rows, a.y_end);
   const int n_out = (y1 - y0 + TH - 1) / TH;  // output chunks
+  pdl_begin();  // no global memory access before this line
   const int lag = ry > 0 ? 1 : 0;             // output chunk k is computed after input chunk k + lag
   const int n_in = n_out + lag;
   const int units = TH * g.w4;

@@ -97,23 +97,6 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-/// Programmatic dependent launch (sm_90 up; notes, run 31). The host launches
-/// the tensor-core and row-streaming kernels with
-/// cudaLaunchAttributeProgrammaticStreamSerialization (launch_persistent), so
-/// that a kernel may be scheduled while the kernel before it on the stream
-/// drains. Each of them calls this once, after its prologue (fragments from
-/// the parameter block, shared memory) and before its first global memory
-/// access: it lets the next such kernel be scheduled
-/// (griddepcontrol.launch_dependents; that kernel still waits here for this
-/// one), then waits until the kernels this one depends on have completed and
-/// their writes are visible (griddepcontrol.wait). Launched without the
-/// attribute, or before sm_90, it does nothing.
-__device__ __forceinline__ void pdl_begin() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n\tgriddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
 __device__ __forceinline__ void ldsm_x2_trans(unsigned& r0, unsigned& r1, const void* p) {
 #if PIXELKIT_MMA_ENABLED
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
