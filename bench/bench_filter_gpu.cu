@@ -21,7 +21,11 @@
 // among enough buffers to exceed 2x L2 when the image is smaller than that)
 // are captured in a CUDA graph; after warm-up replays the graph is replayed N
 // times, each replay timed with CUDA events; a launch's time is the median
-// replay time / B. The copy bandwidth is measured here (1 GiB copied by
+// replay time / B. On sm_90 up pixelkit launches its filter kernels with
+// programmatic dependent launch, so a launch in the graph may start while the
+// one before it drains: the time of a filter that follows another on a stream
+// (PIXELKIT_CUDA_FILTER_PDL=off times them without; notes, run 31). NPP's
+// launches and the copy kernel are plain. The copy bandwidth is measured here (1 GiB copied by
 // cudaMemcpy D2D and by a copy kernel, bytes read + written / time, the
 // faster of the two); floor = (bytes read + written by the
 // filter) / copy bandwidth, and floor_frac = floor / time (1.0 = as fast as a
