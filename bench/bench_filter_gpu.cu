@@ -289,11 +289,8 @@ int main(int argc, char** argv) try {
   have_npp = opt.npp;
 #endif
   const int ch = opt.channels;
-  std::printf("NPP comparison: %s\n\n",
-              have_npp ? (ch == 1 ? "nppiFilterBorder32f_8u_C1R_Ctx (flipped kernel)"
-                                  : ch == 3 ? "nppiFilterBorder32f_8u_C3R_Ctx (flipped kernel)"
-                                            : "nppiFilterBorder32f_8u_C4R_Ctx (flipped kernel)")
-                       : "no");
+  const std::string npp_name = "nppiFilterBorder32f_8u_C" + std::to_string(ch) + "R_Ctx";
+  std::printf("NPP comparison: %s\n\n", have_npp ? (npp_name + " (flipped kernel)").c_str() : "no");
 
   std::vector<std::pair<int, int>> sizes = {{640, 480}, {1280, 720}, {1920, 1080}, {3840, 2160}, {7680, 4320}};
   if (opt.quick) sizes = {{1920, 1080}, {7680, 4320}};
@@ -430,17 +427,17 @@ int main(int argc, char** argv) try {
         BENCH_CUDA(cudaMalloc(&dk, flipped.size() * sizeof(float)));
         BENCH_CUDA(cudaMemcpy(dk, flipped.data(), flipped.size() * sizeof(float), cudaMemcpyHostToDevice));
         const NppStreamContext ctx = npp_context(stream);
+        auto* const npp_filter = ch == 1   ? nppiFilterBorder32f_8u_C1R_Ctx
+                                 : ch == 3 ? nppiFilterBorder32f_8u_C3R_Ctx
+                                           : nppiFilterBorder32f_8u_C4R_Ctx;
         auto npp_run = [&](int i, cudaStream_t) {
           const std::size_t b = static_cast<std::size_t>(i % nbuf);
-          auto* const fn = ch == 1 ? nppiFilterBorder32f_8u_C1R_Ctx
-                           : ch == 3 ? nppiFilterBorder32f_8u_C3R_Ctx
-                                     : nppiFilterBorder32f_8u_C4R_Ctx;
-          const NppStatus st = fn(
+          const NppStatus st = npp_filter(
               static_cast<const Npp8u*>(dsrc[b].cview().data), static_cast<int>(dsrc[b].pitch()), NppiSize{w, h},
               NppiPoint{0, 0}, static_cast<Npp8u*>(ddst[b].view().data), static_cast<int>(ddst[b].pitch()),
               NppiSize{w, h}, dk, NppiSize{n, n}, NppiPoint{n / 2, n / 2}, NPP_BORDER_REPLICATE, ctx);
           if (st != NPP_SUCCESS)
-            throw std::runtime_error("nppiFilterBorder32f_8u_C" + std::to_string(ch) + "R_Ctx: status " + std::to_string(st));
+            throw std::runtime_error(npp_name + ": status " + std::to_string(st));
         };
         npp_run(0, stream);
         BENCH_CUDA(cudaStreamSynchronize(stream));
