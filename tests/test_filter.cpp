@@ -1209,6 +1209,52 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
 #endif
 }
 
+// The tensor-core streaming kernel's three-k-step instances (vertical sides
+// 19..31) run one wave of long segments where that wave fills the GPU, and
+// walk bands of 192 rows where it would fill less than 85% of the blocks'
+// slots (mma_stream_tuning::walk_bands; notes, run 32). Images
+// sized from this GPU's SM count at the instance's 2 blocks of 128 threads
+// per SM (its launch bound; at over 170 registers no GPU holds 3): strips
+// for 0.7 of those blocks take the bands, strips for half of them (two
+// segments each) one wave. Both layouts form every output the same way:
+// the rule's output must equal the other layout's bit for bit, and agree
+// with the cpu backend.
+TEST(FilterCuda, TensorCoreStreamingThreeDownWalksBandsWhereOneWaveLeavesSMsIdle) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
+  const Kernel k = Kernel::gaussian(21);
+  const Border b{BorderMode::reflect101, 0};
+  const int resident = 2 * sms;
+  // Interior strips (64 pixels each) so that with the 2 edge strips, each
+  // counted 6 times (kEdgeSegFactorThreeDown), they make `units` items a segment.
+  for (const auto& [units, rows, want_bands] :
+       {std::tuple{(7 * resident + 9) / 10, 800, true}, std::tuple{resident / 2, 1100, false}}) {
+    const int strips = units - 12 + 2;
+    const Image src = random_image(strips * 64 - 5, rows, 3, PixelType::u8, 8100 + units);
+    std::string path, other_path;
+    Image got, other;
+    {
+      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+      got = run_device(src.cview(), k, b, &path);
+    }
+    {
+      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", want_bands ? "off" : "on");
+      other = run_device(src.cview(), k, b, &other_path);
+    }
+    const std::string what = std::to_string(src.width()) + "x" + std::to_string(rows) + ": " + path;
+    EXPECT_NE(path.find("tensor cores streaming 21x21"), std::string::npos) << what;
+    EXPECT_EQ(path.find(" in bands") != std::string::npos, want_bands) << what;
+    EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
+    EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
+    EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+  }
+#endif
+}
+
 TEST(FilterCuda, StreamingPathDeclinesWhatItCannotDo) {
   PIXELKIT_REQUIRE_GPU();
   // Declined: a constant border value that is not a whole grey level (the

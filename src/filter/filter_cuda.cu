@@ -402,22 +402,33 @@ class CudaFilterImpl final : public CudaFilter {
         const int steps = (rows + 15) / 16;
         const bool three_down = mma_ksteps(mma_stream_.ny, 0) == 3;
         const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
-        // Three k-steps down (vertical sides 19..31) on a large image: the
-        // blocks walk bands of kBandSegRows rows instead (notes, run 15).
+        // The layout for a segment height cap (0: none) and edge factor:
+        // segments as tall as one wave allows, capped; the edge strips' cut
+        // `factor` times shorter.
+        auto lay_out = [&](int cap, int factor) {
+          const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));  // bands for one wave
+          p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
+          if (cap > 0) p.seg_rows = std::min(p.seg_rows, cap);
+          p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
+          p.edge_seg_rows = 16 * ((p.seg_rows / 16 + factor - 1) / factor);
+          p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+          return static_cast<long long>(n_int + n_edge * p.edge_subs) * p.segs;  // items
+        };
+        // Three k-steps down (vertical sides 19..31): one wave where it fills
+        // the GPU, else bands of kBandSegRows rows walked by every resident
+        // block (mma_stream_tuning::walk_bands; notes, runs 15 and 32).
+        bool bands = band_rows_ > 0;
+        if (band_rows_ == 0 && three_down) {
+          const long long wave = lay_out(0, mma_stream_tuning::kEdgeSegFactorThreeDown);
+          const long long band_items = static_cast<long long>(n_int + n_edge * mma_stream_tuning::kEdgeSegFactor) *
+                                       ((rows + mma_stream_tuning::kBandSegRows - 1) / mma_stream_tuning::kBandSegRows);
+          bands = mma_stream_tuning::walk_bands(wave, band_items, resident);
+        }
         const int band = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? 16 * ((band_rows_ + 15) / 16)
                                                                   : mma_stream_tuning::kBandSegRows;
-        const long long band_items = static_cast<long long>(n_int + n_edge * mma_stream_tuning::kEdgeSegFactor) *
-                                     ((rows + band - 1) / band);
-        const bool bands = band_rows_ > 0 || (band_rows_ == 0 && three_down &&
-                                              band_items >= mma_stream_tuning::kBandMinRounds * resident);
         const int factor = three_down && !bands ? mma_stream_tuning::kEdgeSegFactorThreeDown
                                                 : mma_stream_tuning::kEdgeSegFactor;
-        const long long want = std::max<long long>(1, resident / (n_int + factor * n_edge));  // bands for one wave
-        p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
-        if (bands) p.seg_rows = std::min(p.seg_rows, band);
-        p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
-        p.edge_seg_rows = 16 * ((p.seg_rows / 16 + factor - 1) / factor);
-        p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+        lay_out(bands ? band : 0, factor);
         const int per_band = n_int + n_edge * p.edge_subs;
         const long long blocks = std::min(static_cast<long long>(per_band) * p.segs, resident);
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);

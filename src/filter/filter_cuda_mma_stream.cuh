@@ -80,10 +80,11 @@
 //
 // Grid. Usually one wave of blocks, one (strip, segment) each, the segments
 // as tall as that allows. Kernels of three vertical k-steps on large images
-// (kBandSegRows) walk bands instead: the rows are cut into bands of 256, and
+// whose one wave would leave SMs idle (walk_bands) walk bands instead: the
+// rows are cut into bands of kBandSegRows, and
 // each block takes item after item (strip fastest, band after band),
-// keeping its Toeplitz fragments; the blocks in flight then cover a narrow
-// band of rows, which DRAM serves faster (notes, run 15).
+// keeping its Toeplitz fragments, so that no SM idles while others finish
+// (notes, runs 15 and 32).
 //
 // Measured (H100, RGB u8, notes runs 11 to 15): 8K gaussian:9 0.112 ms
 // (0.210 on the FP32 separable kernel before), gaussian:17 0.133 (0.258),
@@ -125,16 +126,40 @@ constexpr int kEdgeSegFactor = 4;
 /// 1080p gaussian:21 0.0222-0.0223 / 0.0213 / 0.0215; the two-k-step sizes
 /// lose 3-5% at 4K and 1080p with 6, and the band walk at 8K with 6 or 8).
 constexpr int kEdgeSegFactorThreeDown = 6;
-/// Band walk (notes, run 15): for kernels of three vertical k-steps (sides
-/// 19..31) on images where bands of kBandSegRows rows give at least
-/// kBandMinRounds items per resident block, the blocks walk their items
-/// band after band instead of one long segment each (H100, 8K RGB, ms:
-/// gaussian:21 0.219-0.228 -> 0.207-0.208, gaussian:31 0.220-0.231 ->
-/// 0.214-0.217; the 2-k-step sizes lose: gaussian:9 0.112 -> 0.123).
-constexpr int kBandSegRows = 256;
-constexpr int kBandMinRounds = 4;
+/// Band walk (notes, runs 15 and 32), for kernels of three vertical k-steps
+/// (sides 19..31): the one-wave layout gives each resident block one
+/// (strip, segment) item, and where those items fill less than
+/// kOneWaveMinFillPercent of the blocks' slots (the wave's rounds times the
+/// resident blocks), the blocks walk bands of kBandSegRows rows instead,
+/// item after item, if that makes at least kBandMinRounds items per resident
+/// block. Run 32 (H100, one prefetch set, gaussian:21, ms; one wave / bands
+/// of 192 / 256; RGB at 2 blocks per SM): 8K (fill 0.98) 0.155 / 0.183 /
+/// 0.177; 6144x3456 (0.80) 0.125 / 0.117 / 0.126; 5120x2880 (0.68) 0.105 /
+/// 0.086 / 0.087; 4K (0.80) 0.0572 / 0.0542 / 0.0691; 4096x2160 (0.84)
+/// 0.0627 / 0.0626 / -; 1440p (0.95) 0.0266 / 0.0350 / 0.0423; 1080p (0.91)
+/// 0.0187 / 0.0201 / 0.0200; one channel at 3 blocks per SM, 4K (0.88)
+/// 0.0261 / 0.0285 / -. (Run 15, with two prefetch sets, had found bands of
+/// 256 faster at 8K; the 2-k-step sizes lose in bands: gaussian:9 0.112 ->
+/// 0.123.)
+constexpr int kBandSegRows = 192;
+constexpr int kBandMinRounds = 2;
+constexpr int kOneWaveMinFillPercent = 85;
+/// Whether to walk bands: `wave_items` in the one-wave layout, `band_items`
+/// in bands of kBandSegRows, `resident` blocks at once.
+constexpr bool walk_bands(long long wave_items, long long band_items, long long resident) {
+  const long long rounds = (wave_items + resident - 1) / resident;
+  return 100 * wave_items < kOneWaveMinFillPercent * rounds * resident && band_items >= kBandMinRounds * resident;
+}
 /// Blocks of input rows in flight in registers (1 or 2) while one is used.
 constexpr int kPrefetch = 2;
+/// The same for kernels of three vertical k-steps (sides 19..31): one set.
+/// Their window (3 x C x 8 registers) leaves them at 2 blocks per SM, and
+/// the 12 registers of a second set cost more than the loads it hides
+/// (notes, run 32; H100 RGB, ms, two sets -> one: 8K gaussian:21 0.188 ->
+/// 0.177 in bands, gaussian:31 0.197 -> 0.184; 4K gaussian:21 0.0625 ->
+/// 0.0571; 1080p 0.0203 -> 0.0187. For the two-k-step sizes one set was a
+/// tie or a loss at 8K: gaussian:11..17 +1-2%, and the INT instances, run 21).
+constexpr int prefetch_sets(int ks1) { return ks1 == 3 ? 1 : kPrefetch; }
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
 /// 4 (128 registers) was measured and not kept (run 17): the fp16-exact
@@ -502,7 +527,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
 
     // Block b's rows travel in register set b % kPrefetch.
-    constexpr int PF = mma_stream_tuning::kPrefetch;
+    constexpr int PF = mma_stream_tuning::prefetch_sets(KS1);
     static_assert(PF == 1 || PF == 2, "one or two register sets");
     MmaStreamLoads<C> pre[PF];
     auto with_set = [&](int b, auto f) {
