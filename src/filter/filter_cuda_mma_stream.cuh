@@ -95,7 +95,9 @@
 // 0.122 -> 0.117), run 15 the bands (gaussian:21 0.227 -> 0.205). Run 17
 // (H200, 8K, same call): flat addresses, subnormal-byte tiles and the
 // steady-state step, gaussian:9 0.108 -> 0.107, gaussian:11..17 0.134 ->
-// 0.122, gaussian:21 0.204 -> 0.193.
+// 0.122, gaussian:21 0.204 -> 0.193. Run 32 (H100, 8K RGB): one prefetch set and
+// one wave for sides 19..31 (prefetch_sets, walk_bands), gaussian:21 0.188 ->
+// 0.156, gaussian:31 0.195 -> 0.164.
 #pragma once
 
 #include <cstdint>
