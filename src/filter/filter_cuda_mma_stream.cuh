@@ -498,9 +498,9 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   // Work items: the rows are cut into bands of seg_rows; a band holds one
   // item per interior strip, then edge_subs shorter items for each edge
   // strip (kEdgeSegFactor). Items go round-robin to the blocks of the grid,
-  // band after band, so the blocks in flight cover a narrow band of rows.
-  // (One wave of long bands gives each block one item: the layout of every
-  // image but the largest, see MmaStreamParams.)
+  // band after band. (One wave of long bands gives each block one item: the
+  // layout of every image but those whose wave would leave SMs idle, see
+  // mma_stream_tuning::walk_bands.)
   const int n_int = p.strips >= 3 ? p.strips - 2 : 0;
   const int n_edge = min(p.strips, 2);
   const int per_band = n_int + n_edge * p.edge_subs;
@@ -528,7 +528,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     const bool cols_inside = a.vec_src && xs >= 0 && xs + 4 * units <= width;
     auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
 
-    // Block b's rows travel in register set b % kPrefetch.
+    // Block b's rows travel in register set b % PF.
     constexpr int PF = mma_stream_tuning::prefetch_sets(KS1);
     static_assert(PF == 1 || PF == 2, "one or two register sets");
     MmaStreamLoads<C> pre[PF];
