@@ -857,12 +857,31 @@ TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {
   PIXELKIT_REQUIRE_GPU();
   // More tiles (41 x 10) than an H100 holds blocks at once (3 per SM): each
   // block of the persistent grid computes several while the next one's rows
-  // arrive by cp.async. Small enough for racecheck.
+  // arrive by cp.async (a static grid, its tile order rotated so that the
+  // edge tiles go to blocks of one tile). Small enough for racecheck.
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
   const Image src = random_image(2600, 600, 3, PixelType::u8, 43);
   for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
     for (const Kernel& k : {parse_kernel("edge"), random_kernel(9, 9, 44)})
       EXPECT_TRUE(agrees(run_device(src, k, b), run(Backend::ref, src, k, b))) << to_string(b) << " " << k.name;
+  }
+}
+
+TEST(FilterCuda, TensorCoreDenseLargeStaticGridGivesItsEdgeTilesToBlocksOfOneTile) {
+  PIXELKIT_REQUIRE_GPU();
+  // 1080p RGB: 30 x 17 tiles of 64 x 64 for 396 resident blocks on an H100,
+  // under 4 waves, so the grid hands tiles out statically, in an order
+  // rotated so that the 34 edge tiles go to blocks that take only one tile
+  // (notes, run 33). Every tile, whichever block takes it, must come out right.
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "");
+  const Image src = random_image(1920, 1080, 3, PixelType::u8, 8400);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+    for (const Kernel& k : {random_kernel(9, 9, 8401), random_kernel(7, 7, 8402)}) {
+      std::string path;
+      const Image got = run_device(src, k, b, &path);
+      if (device_has_tensor_core_path()) EXPECT_NE(path.find("dense tensor cores"), std::string::npos) << path;
+      EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << to_string(b) << " " << k.name << " " << path;
+    }
   }
 }
 
@@ -1251,6 +1270,45 @@ TEST(FilterCuda, TensorCoreStreamingThreeDownWalksBandsWhereOneWaveLeavesSMsIdle
     EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
     EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
     EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+  }
+#endif
+}
+
+TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
+  // The two-k-step instances (sides up to 17) at 3 channels run 3 blocks per
+  // SM. Interior strips (64 pixels each) such that with the 2 edge strips,
+  // each counted 4 times (kEdgeSegFactor), one segment a strip takes just
+  // over half the resident blocks: one wave would give every strip one
+  // segment of all its rows and leave nearly half the blocks idle, so both
+  // the integer instance (gaussian:9) and the hi + lo one (gaussian:13) walk
+  // bands (mma_stream_tuning::walk_bands; notes, run 33). Each must equal the
+  // one wave's output (forced with the switch) bit for bit and agree with the
+  // cpu backend.
+  const int units = 3 * sms / 2 + 1;
+  const Image src = random_image((units - 8 + 2) * 64 - 3, 50 * 16 - 7, 3, PixelType::u8, 8200);
+  const Border b{BorderMode::reflect101, 0};
+  for (const Kernel& k : {Kernel::gaussian(9), Kernel::gaussian(13)}) {
+    std::string path, wave_path;
+    Image got, wave;
+    {
+      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+      got = run_device(src.cview(), k, b, &path);
+    }
+    {
+      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "off");
+      wave = run_device(src.cview(), k, b, &wave_path);
+    }
+    EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+    EXPECT_NE(path.find(" in bands"), std::string::npos) << path;
+    EXPECT_EQ(wave_path.find(" in bands"), std::string::npos) << wave_path;
+    EXPECT_EQ(count_differing(got.cview(), wave.cview()), 0) << path;
+    EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << path;
   }
 #endif
 }

@@ -33,8 +33,10 @@
 // filter meet in shared memory.
 // Both streaming kernels walk the largest images in bands of short segments
 // (the 3x3 kernel at 8K RGB, its 5x5 integer instances from half as many
-// segments, stream_tuning::bands_by_rule; the tensor-core one for vertical
-// sides 19..31 at 8K; the path then ends in "in bands";
+// segments, stream_tuning::bands_by_rule; the tensor-core one where its one
+// wave would fill under 85% of the resident blocks' slots,
+// mma_stream_tuning::walk_bands: 4K and 5K RGB for vertical sides 19..31,
+// 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
 // PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
 #include <algorithm>
 #include <cstdint>
@@ -414,12 +416,13 @@ class CudaFilterImpl final : public CudaFilter {
           p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
           return static_cast<long long>(n_int + n_edge * p.edge_subs) * p.segs;  // items
         };
-        // Three k-steps down (vertical sides 19..31): one wave where it fills
-        // the GPU, else bands of kBandSegRows rows walked by every resident
-        // block (mma_stream_tuning::walk_bands; notes, runs 15 and 32).
+        // One wave where it fills the GPU, else bands of kBandSegRows rows
+        // walked by every resident block (mma_stream_tuning::walk_bands;
+        // notes, runs 15, 32 and 33).
         bool bands = band_rows_ > 0;
-        if (band_rows_ == 0 && three_down) {
-          const long long wave = lay_out(0, mma_stream_tuning::kEdgeSegFactorThreeDown);
+        if (band_rows_ == 0) {
+          const long long wave = lay_out(0, three_down ? mma_stream_tuning::kEdgeSegFactorThreeDown
+                                                       : mma_stream_tuning::kEdgeSegFactor);
           const long long band_items = static_cast<long long>(n_int + n_edge * mma_stream_tuning::kEdgeSegFactor) *
                                        ((rows + mma_stream_tuning::kBandSegRows - 1) / mma_stream_tuning::kBandSegRows);
           bands = mma_stream_tuning::walk_bands(wave, band_items, resident);

@@ -112,9 +112,9 @@ struct MmaDenseParams {
   MmaDenseCoeffs k;
   bool vec16_dst;  ///< dst base and pitch are 16-byte aligned
   /// Two words, zero between launches: the next tile to hand out (beyond the
-  /// first gridDim.x) and the blocks done. The launch's last block zeroes
-  /// them again, so dynamic launches that share them must be stream-ordered
-  /// (others only count their blocks there).
+  /// first gridDim.x) and the blocks done. A dynamic launch's last block
+  /// zeroes them again, so dynamic launches that share them must be
+  /// stream-ordered (static launches do not touch them).
   unsigned* tile_counter;
   /// Tiles after the first come from tile_counter (else block b takes tiles
   /// b, b + gridDim.x, ...): mma_dense_tuning::kDynamicMinRounds.
@@ -223,9 +223,17 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   // later tile comes from p.tile_counter, so blocks that run faster take more
   // tiles and the SMs end together (a fixed round-robin left the busiest SM
   // of an H100 7% above the mean at 8K: notes, run 19).
+  // Static launches rotate that order so that the edge tiles go to blocks
+  // with one tile fewer than others (the last n_tiles % gridDim.x blocks of
+  // the order, rotated to its front, take the extra round): at 1080p (1.3
+  // tiles a block) a block's edge tile and extra tile no longer add up
+  // (notes, run 33).
   const int tiles_y = n_tiles / tiles_x;
   const int n_edge = tiles_x > 2 ? 2 * tiles_y : 0;
-  auto tile_at = [&](int tl, int& tx, int& ty) {
+  const int extra = p.dynamic ? 0 : n_tiles % static_cast<int>(gridDim.x);
+  const int rot = extra > 0 ? n_tiles - extra : 0;
+  auto tile_at = [&](int q, int& tx, int& ty) {
+    const int tl = q + rot < n_tiles ? q + rot : q + rot - n_tiles;
     if (tl < n_edge) {
       ty = tl >> 1;
       tx = (tl & 1) ? tiles_x - 1 : 0;
@@ -474,8 +482,10 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
     tl = nxt;
   }
   cp_async_wait<0>();
-  // The launch's last block zeroes the counter for the next launch.
-  if (tid == 0) {
+  // A dynamic launch's last block zeroes the counter for the next launch.
+  // Static launches leave it alone: the fence and the atomic would sit at the
+  // end of every block's last tile (notes, run 33).
+  if (tid == 0 && p.dynamic) {
     __threadfence();
     if (atomicAdd(p.tile_counter + 1, 1u) == gridDim.x - 1) {
       p.tile_counter[0] = 0;

@@ -79,8 +79,8 @@
 // for, so their segments are shorter (kEdgeSegFactor).
 //
 // Grid. Usually one wave of blocks, one (strip, segment) each, the segments
-// as tall as that allows. Kernels of three vertical k-steps on large images
-// whose one wave would leave SMs idle (walk_bands) walk bands instead: the
+// as tall as that allows. Large images whose one wave would leave SMs idle
+// (walk_bands) walk bands instead: the
 // rows are cut into bands of kBandSegRows, and
 // each block takes item after item (strip fastest, band after band),
 // keeping its Toeplitz fragments, so that no SM idles while others finish
@@ -128,8 +128,7 @@ constexpr int kEdgeSegFactor = 4;
 /// 1080p gaussian:21 0.0222-0.0223 / 0.0213 / 0.0215; the two-k-step sizes
 /// lose 3-5% at 4K and 1080p with 6, and the band walk at 8K with 6 or 8).
 constexpr int kEdgeSegFactorThreeDown = 6;
-/// Band walk (notes, runs 15 and 32), for kernels of three vertical k-steps
-/// (sides 19..31): the one-wave layout gives each resident block one
+/// Band walk (notes, runs 15, 32 and 33): the one-wave layout gives each resident block one
 /// (strip, segment) item, and where those items fill less than
 /// kOneWaveMinFillPercent of the blocks' slots (the wave's rounds times the
 /// resident blocks), the blocks walk bands of kBandSegRows rows instead,
@@ -141,8 +140,18 @@ constexpr int kEdgeSegFactorThreeDown = 6;
 /// 0.0627 / 0.0626 / -; 1440p (0.95) 0.0266 / 0.0350 / 0.0423; 1080p (0.91)
 /// 0.0187 / 0.0201 / 0.0200; one channel at 3 blocks per SM, 4K (0.88)
 /// 0.0261 / 0.0285 / -. (Run 15, with two prefetch sets, had found bands of
-/// 256 faster at 8K; the 2-k-step sizes lose in bands: gaussian:9 0.112 ->
-/// 0.123.)
+/// 256 faster at 8K; the 2-k-step sizes lose in bands there: gaussian:9
+/// 0.112 -> 0.123.) Run 33, the two-k-step instances (sides up to 17; RGB at
+/// 3 blocks per SM, four channels at 2), one wave / bands of 192, ms,
+/// gaussian:7 (integer factors) and gaussian:13: 8192x4320 (fill 0.68) 0.1421
+/// / 0.1199 and 0.1777 / 0.1479; 6000x4000 (0.76) 0.0925 / 0.0882 and 0.1138 /
+/// 0.1055; 6144x3456 (0.77) 0.0810 / 0.0754 and 0.1000 / 0.0942; four
+/// channels, 8192x4320 (0.51) 0.276 / 0.181 and 0.327 / 0.218, 6000x4000
+/// (0.76) 0.143 / 0.122 and 0.165 / 0.148. From a fill of 0.86 up the one wave
+/// was as fast or faster (5120x2880 at 0.87: 0.0561 / 0.0590 and 0.0658 /
+/// 0.0714; 8K at 0.95: 0.1067 / 0.1139 and 0.1246 / 0.1347; 5472x3648,
+/// 4608x3456, 4000x3000, 1600x1200), but for 7000x5000 (0.88: 0.139 / 0.121
+/// and 0.159 / 0.150).
 constexpr int kBandSegRows = 192;
 constexpr int kBandMinRounds = 2;
 constexpr int kOneWaveMinFillPercent = 85;
