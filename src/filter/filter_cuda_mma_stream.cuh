@@ -80,11 +80,10 @@
 //
 // Grid. Usually one wave of blocks, one (strip, segment) each, the segments
 // as tall as that allows. Large images whose one wave would leave SMs idle
-// (walk_bands) walk bands instead: the
-// rows are cut into bands of kBandSegRows, and
-// each block takes item after item (strip fastest, band after band),
-// keeping its Toeplitz fragments, so that no SM idles while others finish
-// (notes, runs 15 and 32).
+// (walk_bands) walk bands instead: the rows are cut into bands of
+// kBandSegRows, and each block takes item after item (strip fastest, band
+// after band), keeping its Toeplitz fragments, so that no SM idles while
+// others finish (notes, runs 15, 32 and 33).
 //
 // Measured (H100, RGB u8, notes runs 11 to 15): 8K gaussian:9 0.112 ms
 // (0.210 on the FP32 separable kernel before), gaussian:17 0.133 (0.258),
@@ -128,10 +127,10 @@ constexpr int kEdgeSegFactor = 4;
 /// 1080p gaussian:21 0.0222-0.0223 / 0.0213 / 0.0215; the two-k-step sizes
 /// lose 3-5% at 4K and 1080p with 6, and the band walk at 8K with 6 or 8).
 constexpr int kEdgeSegFactorThreeDown = 6;
-/// Band walk (notes, runs 15, 32 and 33): the one-wave layout gives each resident block one
-/// (strip, segment) item, and where those items fill less than
-/// kOneWaveMinFillPercent of the blocks' slots (the wave's rounds times the
-/// resident blocks), the blocks walk bands of kBandSegRows rows instead,
+/// Band walk (notes, runs 15, 32 and 33): the one-wave layout gives each
+/// resident block one (strip, segment) item, and where those items fill less
+/// than kOneWaveMinFillPercent of the blocks' slots (the wave's rounds times
+/// the resident blocks), the blocks walk bands of kBandSegRows rows instead,
 /// item after item, if that makes at least kBandMinRounds items per resident
 /// block. Run 32 (H100, one prefetch set, gaussian:21, ms; one wave / bands
 /// of 192 / 256; RGB at 2 blocks per SM): 8K (fill 0.98) 0.155 / 0.183 /
