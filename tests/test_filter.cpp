@@ -3,6 +3,7 @@
 // not), sub-image views, device-resident images; ref against OpenCV.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -76,6 +77,15 @@ Image run_device(const ConstImageView& src, const Kernel& k, const Border& borde
   if (path != nullptr) *path = info.path;
   return clone(ddst.cview(), Memory::host);
 }
+
+#if PIXELKIT_WITH_CUDA
+/// The current device's SM count (tests size images from it).
+int sm_count() {
+  int sms = 0;
+  EXPECT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  return std::max(sms, 1);
+}
+#endif
 
 std::string label(const ConstImageView& s, const Kernel& k, const Border& b) {
   return std::to_string(s.width) + "x" + std::to_string(s.height) + "x" + std::to_string(s.channels) + " " +
@@ -837,8 +847,7 @@ TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveFromFourWaves) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   const bool tc = device_has_tensor_core_path();
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const int sms = sm_count();
   const Kernel k = random_kernel(5, 5, 81);
   const Border b{BorderMode::reflect101, 0};
   for (const auto& [waves, want_tc] : {std::pair{6, true}, std::pair{2, false}}) {
@@ -1207,8 +1216,7 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the streaming kernels need sm_80";
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  const int sms = sm_count();
   ScopedEnv stream_env("PIXELKIT_CUDA_FILTER_STREAM", "");
   ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
   const Border b{BorderMode::replicate, 0};
@@ -1228,6 +1236,32 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
 #endif
 }
 
+#if PIXELKIT_WITH_CUDA
+// The streaming tensor-core kernel's layout rule on `src`: its path must
+// name `kernel_path` and walk bands iff `want_bands`, and its output must
+// equal the other layout's (forced with PIXELKIT_CUDA_FILTER_BANDS) bit for
+// bit and agree with the cpu backend.
+void expect_band_rule(const Image& src, const Kernel& k, const Border& b, const std::string& kernel_path,
+                      bool want_bands) {
+  std::string path, other_path;
+  Image got, other;
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+    got = run_device(src.cview(), k, b, &path);
+  }
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", want_bands ? "off" : "on");
+    other = run_device(src.cview(), k, b, &other_path);
+  }
+  const std::string what = label(src.cview(), k, b) + ": " + path;
+  EXPECT_NE(path.find("tensor cores streaming " + kernel_path), std::string::npos) << what;
+  EXPECT_EQ(path.find(" in bands") != std::string::npos, want_bands) << what;
+  EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
+  EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
+  EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+}
+#endif
+
 // The tensor-core streaming kernel's three-k-step instances (vertical sides
 // 19..31) run one wave of long segments where that wave fills the GPU, and
 // walk bands of 192 rows where it would fill less than 85% of the blocks'
@@ -1242,34 +1276,14 @@ TEST(FilterCuda, TensorCoreStreamingThreeDownWalksBandsWhereOneWaveLeavesSMsIdle
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
-  const Kernel k = Kernel::gaussian(21);
-  const Border b{BorderMode::reflect101, 0};
-  const int resident = 2 * sms;
+  const int resident = 2 * sm_count();
   // Interior strips (64 pixels each) so that with the 2 edge strips, each
   // counted 6 times (kEdgeSegFactorThreeDown), they make `units` items a segment.
   for (const auto& [units, rows, want_bands] :
        {std::tuple{(7 * resident + 9) / 10, 800, true}, std::tuple{resident / 2, 1100, false}}) {
-    const int strips = units - 12 + 2;
-    const Image src = random_image(strips * 64 - 5, rows, 3, PixelType::u8, 8100 + units);
-    std::string path, other_path;
-    Image got, other;
-    {
-      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
-      got = run_device(src.cview(), k, b, &path);
-    }
-    {
-      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", want_bands ? "off" : "on");
-      other = run_device(src.cview(), k, b, &other_path);
-    }
-    const std::string what = std::to_string(src.width()) + "x" + std::to_string(rows) + ": " + path;
-    EXPECT_NE(path.find("tensor cores streaming 21x21"), std::string::npos) << what;
-    EXPECT_EQ(path.find(" in bands") != std::string::npos, want_bands) << what;
-    EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
-    EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
-    EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+    const Image src = random_image((units - 12 + 2) * 64 - 5, rows, 3, PixelType::u8, 8100 + units);
+    expect_band_rule(src, Kernel::gaussian(21), Border{BorderMode::reflect101, 0}, "21x21", want_bands);
   }
 #endif
 }
@@ -1278,8 +1292,6 @@ TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) 
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
-  int sms = 0;
-  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
   // The two-k-step instances (sides up to 17) at 3 channels run 3 blocks per
   // SM. Interior strips (64 pixels each) such that with the 2 edge strips,
@@ -1287,29 +1299,11 @@ TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) 
   // over half the resident blocks: one wave would give every strip one
   // segment of all its rows and leave nearly half the blocks idle, so both
   // the integer instance (gaussian:9) and the hi + lo one (gaussian:13) walk
-  // bands (mma_stream_tuning::walk_bands; notes, run 33). Each must equal the
-  // one wave's output (forced with the switch) bit for bit and agree with the
-  // cpu backend.
-  const int units = 3 * sms / 2 + 1;
+  // bands (mma_stream_tuning::walk_bands; notes, run 33).
+  const int units = 3 * sm_count() / 2 + 1;
   const Image src = random_image((units - 8 + 2) * 64 - 3, 50 * 16 - 7, 3, PixelType::u8, 8200);
-  const Border b{BorderMode::reflect101, 0};
-  for (const Kernel& k : {Kernel::gaussian(9), Kernel::gaussian(13)}) {
-    std::string path, wave_path;
-    Image got, wave;
-    {
-      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
-      got = run_device(src.cview(), k, b, &path);
-    }
-    {
-      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "off");
-      wave = run_device(src.cview(), k, b, &wave_path);
-    }
-    EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
-    EXPECT_NE(path.find(" in bands"), std::string::npos) << path;
-    EXPECT_EQ(wave_path.find(" in bands"), std::string::npos) << wave_path;
-    EXPECT_EQ(count_differing(got.cview(), wave.cview()), 0) << path;
-    EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << path;
-  }
+  expect_band_rule(src, Kernel::gaussian(9), Border{BorderMode::reflect101, 0}, "9x9 integer factors", true);
+  expect_band_rule(src, Kernel::gaussian(13), Border{BorderMode::reflect101, 0}, "13x13", true);
 #endif
 }
 
