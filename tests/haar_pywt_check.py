@@ -11,6 +11,11 @@ file must load with numpy.load and hold, channel by channel,
 1e-5 of the largest magnitude; the inverse must restore x (uint8: exactly,
 float32: within 1e-5 relative) at its original size, odd sizes included.
 
+--shard K/N runs every N-th case starting at the K-th (1-based), so that CTest
+can run N shards side by side (tests/CMakeLists.txt registers 4); each case
+runs the CLI twice and process start-up dominates, so the shards divide the
+time evenly.
+
 Exit 0: all agree; 1: a mismatch (printed); 77: numpy or pywt missing (CTest
 reports the test as skipped).
 """
@@ -117,7 +122,22 @@ def main():
     ap.add_argument("--cli", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--data", default=None)
+    ap.add_argument("--shard", default="1/1", help="K/N: run cases K-1, K-1+N, ... (1 <= K <= N)")
     a = ap.parse_args()
+    try:
+        k, n = (int(v) for v in a.shard.split("/"))
+        if not 1 <= k <= n:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--shard '{a.shard}': expected K/N with 1 <= K <= N")
+    index = -1
+
+    def mine():
+        """True for the cases of this shard (every case draws the next index)."""
+        nonlocal index
+        index += 1
+        return index % n == k - 1
+
     os.makedirs(a.work, exist_ok=True)
     info = run(a.cli, "info").stdout
     backends = ["ref", "cpu"]
@@ -143,6 +163,8 @@ def main():
             for L in levels:
                 for norm in ("orthonormal", "average"):
                     for b in backends:
+                        if not mine():
+                            continue
                         what = f"{h}x{w}x{c} {np.dtype(dtype)} L{L} {norm} {b}"
                         path = os.path.join(a.work, "c.npz")
                         run(a.cli, "haar", src, "--levels", str(L), "--normalize", norm, "--coeffs", path,
@@ -160,6 +182,8 @@ def main():
                 continue
             photo = os.path.join(a.data, name)
             for b in backends:
+                if not mine():
+                    continue
                 path = os.path.join(a.work, "p.npz")
                 run(a.cli, "haar", photo, "--levels", "max", "--coeffs", path, "--backend", b)
                 # The pixels, as pixelkit reads them: back through the inverse
@@ -177,7 +201,10 @@ def main():
     elif not pngs:
         print("note: this build reads no PNG (no OpenCV); data/*.png skipped")
 
-    print(f"{count} cases, {len(failures)} failures")
+    print(f"shard {k}/{n}: {count} of {index + 1} cases, {len(failures)} failures")
+    if count == 0:
+        print("FAIL: this shard ran no case")
+        return 1
     return 1 if failures else 0
 
 
