@@ -599,6 +599,63 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
   }
 }
 
+// Replicate, reflect and reflect101 give the streaming tensor-core kernel's
+// lanes beyond the image word loads of an in-image unit and then the tile
+// columns of the pixels they map to (MmaStreamParams::fix_edges; notes, run
+// 35); PIXELKIT_CUDA_FILTER_EDGES=bytes loads those pixels byte by byte
+// through border_index, as before. Both must give the same bytes, on widths
+// that leave the last strip 1 to 64 pixels inside the image (so that the
+// second-to-last strip's tile reaches beyond it too, for the wider kernels),
+// widths that are no multiple of 4 (a lane half inside: bytes either way),
+// the narrowest width that takes the fix, a sub-view, and every instance
+// family: integer (gaussian:7), hi + lo (gaussian:13), three k-steps down
+// with a half step (gaussian:19) and without (gaussian:31), non-square.
+TEST(FilterCuda, TensorCoreStreamingEdgeColumnsFromSharedMemoryEqualTheByteLoads) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  const std::vector<Kernel> kernels = {
+      Kernel::gaussian(7), Kernel::gaussian(13), Kernel::gaussian(19), Kernel::gaussian(31),
+      Kernel::from_factors(std::vector<float>(31, 1.0f / 31), {0.25f, 0.5f, 0.25f}, "31x3"),
+      Kernel::from_factors({0.25f, -0.5f, 1.0f, 0.75f, -0.125f}, std::vector<float>(17, 1.0f / 17), "5x17")};
+  const std::vector<SweepSize> sizes = {{129, 40, 3}, {130, 33, 1}, {136, 35, 4}, {145, 20, 3}, {161, 18, 3},
+                                        {192, 21, 3}, {131, 19, 3}, {32, 23, 3},  {33, 17, 4}, {100, 20, 1}};
+  std::uint32_t seed = 8300;
+  long long differing = 0, total = 0;
+  auto check = [&](const ConstImageView& src, const std::string& what) {
+    for (const Kernel& k : kernels)
+      for (BorderMode m : {BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101}) {
+        const Border b{m, 0};
+        std::string path, bytes_path;
+        const Image fixed = run_device(src, k, b, &path);
+        const Image bytes = [&] {
+          ScopedEnv edges("PIXELKIT_CUDA_FILTER_EDGES", "bytes");
+          return run_device(src, k, b, &bytes_path);
+        }();
+        EXPECT_EQ(count_differing(fixed, bytes), 0) << what << " " << k.name << " " << to_string(b) << " " << path;
+        const Image want = run(Backend::ref, src, k, b);
+        EXPECT_TRUE(agrees(fixed, want)) << what << " " << k.name << " " << to_string(b);
+        differing += count_differing(fixed, want);
+        total += static_cast<long long>(src.width) * src.height * src.channels;
+        if (tc) {
+          EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+          EXPECT_EQ(path, bytes_path);
+        }
+      }
+  };
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    check(src.cview(), std::to_string(sz.w) + "x" + std::to_string(sz.h) + "x" + std::to_string(sz.c));
+  }
+  // A sub-view (4-byte aligned start: 4 pixels in, 3 channels) whose pitch
+  // is larger than its width: the lanes beyond its right edge load words of
+  // the view, never of the parent's columns beyond it.
+  const Image parent = random_image(240, 40, 3, PixelType::u8, 8399);
+  check(parent.cview().sub(4, 3, 161, 30), "sub-view 161x30 of 240x40");
+  // Integer outputs on the integer instance (gaussian:7) are exact; the others within one grey level, rarely.
+  EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
+}
+
 TEST(FilterCuda, TensorCoreStreamingIsTheAutomaticPathForSeparableKernelsAbove3x3) {
   PIXELKIT_REQUIRE_GPU();
   // The rule of filter_cuda.cu (runs 11 and 12 of the notes): every u8

@@ -131,6 +131,16 @@ int band_rows_policy() {
   return n > 0 ? n : 0;
 }
 
+/// PIXELKIT_CUDA_FILTER_EDGES=bytes: the streaming tensor-core kernel loads
+/// the pixels beyond the image byte by byte through border_index on every
+/// border (as before run 35; tests and the benchmark compare the two); unset
+/// or anything else: replicate, reflect and reflect101 take their edge
+/// columns from shared memory (MmaStreamParams::fix_edges).
+bool edge_columns_from_smem() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_EDGES");
+  return v == nullptr || std::strcmp(v, "bytes") != 0;
+}
+
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
 /// programmatic dependent launch (the benchmark compares both); unset or
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
@@ -258,6 +268,7 @@ class CudaFilterImpl final : public CudaFilter {
     stream_p_ = StreamParams{};
     band_rows_ = band_rows_policy();
     pdl_ = pdl_enabled();
+    fix_edges_ = edge_columns_from_smem();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
@@ -397,12 +408,20 @@ class CudaFilterImpl final : public CudaFilter {
         p.a = args<T>(src, dst, y_begin, y_end, 4);
         p.k = mma_stream_;
         p.vec16_dst = aligned(dst.data, dst.pitch, 16);
+        p.fix_edges = fix_edges_ && p.a.vec_src && src.width >= mma_stream_tuning::kMinFixWidth &&
+                      (border_.mode == BorderMode::replicate || border_.mode == BorderMode::reflect ||
+                       border_.mode == BorderMode::reflect101);
         p.src_pitch_warps = mma_stream_tuning::kWarps * src.pitch;
         const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
         const int steps = (rows + 15) / 16;
         const bool three_down = mma_ksteps(mma_stream_.ny, 0) == 3;
+        // The edge strips' segments in one wave: kEdgeSegFactor(ThreeDown)
+        // times shorter where they load bytes, kEdgeSegFactorFixed where not.
+        const int wave_factor = p.fix_edges  ? mma_stream_tuning::kEdgeSegFactorFixed
+                                : three_down ? mma_stream_tuning::kEdgeSegFactorThreeDown
+                                             : mma_stream_tuning::kEdgeSegFactor;
         const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
         // The layout for a segment height cap (0: none) and edge factor:
         // segments as tall as one wave allows, capped; the edge strips' cut
@@ -421,16 +440,14 @@ class CudaFilterImpl final : public CudaFilter {
         // notes, runs 15, 32 and 33).
         bool bands = band_rows_ > 0;
         if (band_rows_ == 0) {
-          const long long wave = lay_out(0, three_down ? mma_stream_tuning::kEdgeSegFactorThreeDown
-                                                       : mma_stream_tuning::kEdgeSegFactor);
+          const long long wave = lay_out(0, wave_factor);
           const long long band_items = static_cast<long long>(n_int + n_edge * mma_stream_tuning::kEdgeSegFactor) *
                                        ((rows + mma_stream_tuning::kBandSegRows - 1) / mma_stream_tuning::kBandSegRows);
           bands = mma_stream_tuning::walk_bands(wave, band_items, resident);
         }
         const int band = band_rows_ > 0 && band_rows_ != kBandsOwnHeight ? 16 * ((band_rows_ + 15) / 16)
                                                                   : mma_stream_tuning::kBandSegRows;
-        const int factor = three_down && !bands ? mma_stream_tuning::kEdgeSegFactorThreeDown
-                                                : mma_stream_tuning::kEdgeSegFactor;
+        const int factor = bands ? mma_stream_tuning::kEdgeSegFactor : wave_factor;
         lay_out(bands ? band : 0, factor);
         const int per_band = n_int + n_edge * p.edge_subs;
         const long long blocks = std::min(static_cast<long long>(per_band) * p.segs, resident);
@@ -645,6 +662,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool stream_ok_ = false;
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
+  bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never

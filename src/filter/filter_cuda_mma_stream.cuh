@@ -75,8 +75,13 @@
 // Input bytes enter the tiles as fp16 subnormals b * 2^-24 (one PRMT per
 // pair, no subtraction); the factors carry the 2^24 (MmaStreamCoeffs::row).
 // Rows and columns beyond the image map through border_index as they are
-// loaded (MmaStreamLoads); the edge strips' out-of-image bytes are waited
-// for, so their segments are shorter (kEdgeSegFactor).
+// loaded (MmaStreamLoads): rows a row at a time, columns byte by byte, which
+// each step waits for, so the edge strips' segments are shorter
+// (kEdgeSegFactor). Replicate, reflect and reflect101 instead load an
+// in-image unit into the lanes beyond the image and, after each conversion,
+// copy the tile columns those pixels map to (MmaStreamParams::fix_edges, run
+// 35: 1080p gaussian:7 -17%, 8K -7%), with segments kEdgeSegFactorFixed
+// times shorter.
 //
 // Grid. Usually one wave of blocks, one (strip, segment) each, the segments
 // as tall as that allows. Large images whose one wave would leave SMs idle
@@ -115,10 +120,11 @@ constexpr int kWarps = 4;  ///< warps per block, each a 16-pixel column of the s
 constexpr int kThreads = 32 * kWarps;
 constexpr int kStripPx = 16 * kWarps;  ///< output pixels per strip
 constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block each warp loads
-/// The first and last strip load the pixels beyond the image byte by byte
-/// through border_index, and wait for them: their segments are this many
-/// times shorter, so that their blocks end with the others (every block's
-/// steps otherwise take the same time).
+/// Where the first and last strip load the pixels beyond the image byte by
+/// byte through border_index (constant and wrap borders, unaligned sources,
+/// PIXELKIT_CUDA_FILTER_EDGES=bytes), and wait for them, their segments are
+/// this many times shorter, so that their blocks end with the others (every
+/// block's steps otherwise take the same time).
 constexpr int kEdgeSegFactor = 4;
 /// The same in one wave for kernels of three vertical k-steps (sides
 /// 19..31), whose edge steps cost more still (notes, run 28: H100 RGB, ms,
@@ -127,6 +133,16 @@ constexpr int kEdgeSegFactor = 4;
 /// 1080p gaussian:21 0.0222-0.0223 / 0.0213 / 0.0215; the two-k-step sizes
 /// lose 3-5% at 4K and 1080p with 6, and the band walk at 8K with 6 or 8).
 constexpr int kEdgeSegFactorThreeDown = 6;
+/// The one-wave layout's factor where the edge strips take their columns
+/// from shared memory (MmaStreamParams::fix_edges; notes, run 35): their
+/// steps then cost little more than the others', and 2 measured best or
+/// tied from 720p to 4K against 3, 4 and 6 (H100 RGB, gaussian 7..31; the
+/// band walk keeps kEdgeSegFactor, not measured with it).
+constexpr int kEdgeSegFactorFixed = 2;
+/// MmaStreamParams::fix_edges needs an image at least this wide (a reach of
+/// at most 15 pixels then maps every needed column beyond the image onto
+/// the tile with one reflection).
+constexpr int kMinFixWidth = 32;
 /// Band walk (notes, runs 15, 32 and 33): the one-wave layout gives each
 /// resident block one (strip, segment) item, and where those items fill less
 /// than kOneWaveMinFillPercent of the blocks' slots (the wave's rounds times
@@ -221,6 +237,13 @@ struct MmaStreamParams {
   int edge_seg_rows;   ///< rows per segment of the first and last strip (shorter: see kEdgeSegFactor)
   int edge_subs;       ///< edge-strip segments per band: ceil(seg_rows / edge_seg_rows)
   bool vec16_dst; ///< dst base and pitch are 16-byte aligned
+  /// Edge columns from shared memory (replicate, reflect or reflect101, a
+  /// 4-byte-aligned source at least kMinFixWidth pixels wide; notes, run 35):
+  /// lanes whose unit lies wholly outside the image load an in-image unit
+  /// with word loads and, after each conversion, copy into their tile columns
+  /// those of the pixels they map to. Else their pixels are byte loads
+  /// through border_index, which each step waits for.
+  bool fix_edges;
   std::ptrdiff_t src_pitch_warps;  ///< kWarps source rows, in bytes (a warp's next row to load)
 };
 
@@ -345,6 +368,11 @@ __device__ __forceinline__ void store_unit_u8(std::uint8_t* in, int plane, int o
     *reinterpret_cast<unsigned*>(in + I * plane + off) = unit_channel_u8<C, I>(w);
     store_unit_u8<C, I + 1>(in, plane, off, w);
   }
+}
+
+/// Two fp16 values as one word (a first, in the low half).
+__device__ __forceinline__ unsigned pack_half2(__half a, __half b) {
+  return static_cast<unsigned>(__half_as_ushort(a)) | static_cast<unsigned>(__half_as_ushort(b)) << 16;
 }
 
 /// Input rows of one 16-row block, loaded into registers before they are
@@ -546,31 +574,83 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       else
         f(pre[PF - 1]);
     };
-    auto convert = [&](int b) {
-      E* buf = buf0 + (b & 1) * G::kBuf;
-      with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
-    };
     // This lane's unit of a row: whole words where it lies inside the image,
     // else its 4 pixels' byte offsets through border_index (once per block).
     const int lx = xs + 4 * lane;
     const bool lane_active = lane < units;
-    const bool lane_words = cols_inside || (a.vec_src && lx >= 0 && lx + 4 <= width);
+    // p.fix_edges: a lane whose unit lies wholly outside the image loads the
+    // image's first (or last whole) unit instead, as words prefetched like
+    // every other lane's, and fix_columns then overwrites its tile columns
+    // with those of the pixels they map to: lane_px holds those columns (its
+    // own for a pixel that maps outside the tile, which no output inside the
+    // image reaches).
+    const bool fix_item = p.fix_edges && !cols_inside;  // uniform over the block
+    const bool lane_fix = fix_item && lane_active && (lx + 4 <= 0 || lx >= width);
+    const bool lane_words = cols_inside || lane_fix || (a.vec_src && lx >= 0 && lx + 4 <= width);
+    const int lx_load = !lane_fix ? lx : lx < 0 ? 0 : (width - 4) & ~3;
     int lane_px[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
-      lane_px[e] = sx < 0 ? -1 : sx * C;
+      if (lane_fix) {
+        const int col = border_index(lx + e, width, a.mode) - xs;
+        lane_px[e] = col >= 0 && col < 4 * units ? col : 4 * lane + e;  // else its own column: unchanged
+      } else {
+        const int sx = lane_words ? 0 : border_index(lx + e, width, a.mode);
+        lane_px[e] = sx < 0 ? -1 : sx * C;
+      }
     }
     // Byte offset of this lane's unit in the warp's first row of a block
     // (rows then advance by kWarps rows: no address is formed from scratch
     // per row).
-    const std::ptrdiff_t lane_src = static_cast<std::ptrdiff_t>(warp) * a.src.pitch + lx * C;
+    const std::ptrdiff_t lane_src = static_cast<std::ptrdiff_t>(warp) * a.src.pitch + lx_load * C;
     auto issue = [&](int b) {
       if (b >= nb) return;
       const int yb = block_row(b);
       const bool rows = yb >= 0 && yb + 16 <= a.src.height;
       const std::ptrdiff_t fast = static_cast<std::ptrdiff_t>(yb) * a.src.pitch + lane_src;
-      with_set(b, [&](MmaStreamLoads<C>& l) { l.issue(p, yb, rows, lane_words, lx, lane_px, lane_active, warp, fast); });
+      with_set(b, [&](MmaStreamLoads<C>& l) {
+        l.issue(p, yb, rows, lane_words, lx_load, lane_px, lane_active, warp, fast);
+      });
+    };
+    // After a conversion into buf: the fix lanes' columns from the columns of
+    // the pixels they map to. A warp converts whole rows (rows warp, warp +
+    // kWarps, ...), so the columns it reads are its own lanes' stores.
+    // A row's 4 C elements are read first, then stored as one word (bytes)
+    // or two (fp16) a channel: the reads do not wait for the stores.
+    auto fix_columns = [&](E* buf) {
+      __syncwarp();
+      if (lane_fix) {
+#pragma unroll
+        for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
+          E* const row = buf + (warp + mma_stream_tuning::kWarps * j) * S;
+          if constexpr (INT) {
+            unsigned v[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              v[c] = 0u;
+#pragma unroll
+              for (int e = 0; e < 4; ++e) v[c] |= static_cast<unsigned>(row[c * G::kPlane + lane_px[e]]) << (8 * e);
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) *reinterpret_cast<unsigned*>(row + c * G::kPlane + 4 * lane) = v[c];
+          } else {
+            uint2 v[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+              const E* const src = row + c * G::kPlane;
+              v[c].x = pack_half2(src[lane_px[0]], src[lane_px[1]]);
+              v[c].y = pack_half2(src[lane_px[2]], src[lane_px[3]]);
+            }
+#pragma unroll
+            for (int c = 0; c < C; ++c) *reinterpret_cast<uint2*>(row + c * G::kPlane + 4 * lane) = v[c];
+          }
+        }
+      }
+    };
+    auto convert = [&](int b) {
+      E* buf = buf0 + (b & 1) * G::kBuf;
+      with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
+      if (fix_item) fix_columns(buf);
     };
 
     // ldmatrix x4 row address of this lane: matrices (rows 0-7 | 8-15) x (columns 0-7 | 8-15);
