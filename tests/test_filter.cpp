@@ -1024,7 +1024,9 @@ TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
       {Kernel::gaussian(9), nullptr, nullptr, "tensor cores streaming 9x9 integer"},
       {random_kernel(9, 9, 72), "dense", nullptr, "dense tensor cores"},
       {Kernel::gaussian(17), nullptr, nullptr, "tensor cores streaming 17x17"},
-      {Kernel::gaussian(3), nullptr, "on", "separable streaming 3x3 in bands"},
+      {Kernel::gaussian(3), nullptr, "on", "separable streaming 3x3 integer factors in bands"},
+      {Kernel::gaussian(3, 0.8), nullptr, nullptr, "separable streaming 3x3 (u8"},
+      {Kernel::gaussian(3), nullptr, nullptr, "separable streaming 3x3 integer factors (u8"},
       {Kernel::gaussian(31), nullptr, "on", "tensor cores streaming 31x31"},
       {Kernel::gaussian(11), "on", nullptr, "separable tensor cores 11x11"},
       {Kernel::gaussian(5), nullptr, "on", "streaming 5x5 integer factors in bands"},
@@ -1259,6 +1261,59 @@ TEST(FilterCuda, StreamingFiveByFiveWholeNumberKernelsAreExactInBands) {
     EXPECT_TRUE(agrees(run_device(src.cview(), parse_kernel("gaussian:5"), b, &path),
                        run(Backend::ref, src, parse_kernel("gaussian:5"), b)));
     EXPECT_EQ(path.find("integer factors"), std::string::npos) << path;
+  }
+}
+
+TEST(FilterCuda, StreamingThreeByThreeWholeNumberKernelsAreExact) {
+  PIXELKIT_REQUIRE_GPU();
+  // Separable 3x3 kernels of whole-number factors over a power of two
+  // (gaussian:3 is [1 2 1] / 4 each way) take the row-streaming kernel's
+  // integer instance (products5's packed 16-bit sums) in either layout: one
+  // wave (the default for these sizes), bands at their own height (the
+  // interior path) and 5-row bands (the general walk). Every output equals
+  // ref's.
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  const bool sm80 = device_has_tensor_core_path();
+  const std::vector<Kernel> kernels = {
+      parse_kernel("gaussian:3"),
+      parse_kernel("1,2,1;2,4,2;1,2,1/16"),  // the same as a matrix
+      Kernel::from_factors({0.25f, 0.5f, 0.25f}, {0.f, 0.5f, 0.5f}, "half-row step"),
+      Kernel::from_factors({0.125f, 0.375f, 0.f}, {0.25f, 0.5f, 0.25f}, "gain 1/2"),
+      Kernel::from_factors({1.f, 0.f, 0.f}, {0.f, 0.f, 1.f}, "shift"),
+  };
+  const std::vector<SweepSize> sizes = {{1, 1, 3}, {5, 3, 1}, {7, 40, 4}, {171, 40, 3}, {257, 33, 1}, {700, 61, 3},
+                                        {600, 70, 4}};
+  for (const char* bands : {"", "on", "5"}) {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+    std::uint32_t seed = 5400;
+    for (const auto& sz : sizes) {
+      const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+      for (const auto& k : kernels)
+        for (const auto& b : all_borders()) {
+          std::string path;
+          const Image got = run_device(src.cview(), k, b, &path);
+          EXPECT_EQ(count_differing(got, run(Backend::ref, src, k, b)), 0)
+              << path << ", " << label(src, k, b) << ", bands " << bands;
+          if (sm80) {
+            EXPECT_EQ(path.rfind("cuda separable streaming 3x3 integer factors", 0), 0u) << path;
+            EXPECT_EQ(path.find(" in bands") != std::string::npos, *bands != '\0') << path;
+          }
+        }
+    }
+  }
+  // Declined, to the FP32 instance: factors that are not whole numbers over
+  // a power of two, a gain above 1, and any kernel with
+  // PIXELKIT_CUDA_FILTER_INT=off.
+  const Image src = random_image(300, 200, 3, PixelType::u8, 5500);
+  const Border b{BorderMode::reflect101, 0};
+  for (const auto& [int_env, k] :
+       {std::pair{"", parse_kernel("gaussian:3:0.8")},
+        std::pair{"", Kernel::from_factors({0.5f, 1.f, 0.5f}, {0.25f, 0.5f, 0.25f}, "gain 2")},
+        std::pair{"off", parse_kernel("gaussian:3")}}) {
+    ScopedEnv int_switch("PIXELKIT_CUDA_FILTER_INT", int_env);
+    std::string path;
+    EXPECT_TRUE(agrees(run_device(src.cview(), k, b, &path), run(Backend::ref, src, k, b))) << k.name << " " << path;
+    if (sm80) EXPECT_EQ(path.rfind("cuda separable streaming 3x3 (", 0), 0u) << k.name << " " << path;
   }
 }
 

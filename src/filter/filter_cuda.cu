@@ -5,7 +5,10 @@
 //   u8 3x3, dense or separable, source and     -> stream_kernel<C,SEP>: warps walk down 512-byte
 //       destination 16-byte aligned, constant     strips row by row, filter_cuda_stream.cuh, sm_80
 //       border value a whole grey level           up (PIXELKIT_CUDA_FILTER_STREAM=off: never;
-//                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never)
+//                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never);
+//                                                 separable with whole-number factors over a
+//                                                 power of two (gaussian:3): its exact integer
+//                                                 instance (PIXELKIT_CUDA_FILTER_INT=off: never)
 //   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
 //       level                                     filter_cuda_mma_stream.cuh, sm_80 up; whole-number
@@ -38,6 +41,9 @@
 // mma_stream_tuning::walk_bands: 4K and 5K RGB for vertical sides 19..31,
 // 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
 // PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
+// Before its first global access (pdl_begin), each block of the streaming
+// kernels prefetches its first rows into L2 while the kernel before it on the
+// stream drains (prefetch_rows_l2; PIXELKIT_CUDA_FILTER_PREFETCH=off: never).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -139,6 +145,14 @@ int band_rows_policy() {
 bool edge_columns_from_smem() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_EDGES");
   return v == nullptr || std::strcmp(v, "bytes") != 0;
+}
+
+/// PIXELKIT_CUDA_FILTER_PREFETCH=off: the streaming kernels do not prefetch
+/// their first rows into L2 before pdl_begin (prefetch_rows_l2; the benchmark
+/// compares both); unset or anything else: they do.
+bool prefetch_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PREFETCH");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
 }
 
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
@@ -269,12 +283,13 @@ class CudaFilterImpl final : public CudaFilter {
     band_rows_ = band_rows_policy();
     pdl_ = pdl_enabled();
     fix_edges_ = edge_columns_from_smem();
+    prefetch_ = prefetch_enabled();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
-      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel);
-      // The 5x5 instances are integer ones: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
-      stream_ok_ = (stream_[1].side != 5 || int_enabled()) && make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
+      // The integer instances: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
+      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled());
+      stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
     }
     mma_dense_ = MmaDenseCoeffs{};
     const bool mma_dense_fits = policy != MmaPolicy::off &&
@@ -379,6 +394,7 @@ class CudaFilterImpl final : public CudaFilter {
           const long long want_segs = std::max<long long>(1, wave / sp.strips);
           sp.seg_rows = std::max<int>(stream_tuning::kMinSegRows, static_cast<int>((rows + want_segs - 1) / want_segs));
           sp.strip_major = false;
+          sp.prefetch_rows = prefetch_ ? stream_tuning::kPrefetchRows : 0;
         }
       }
       if (stream_fits && (bands || si.side != 5)) {
@@ -397,7 +413,7 @@ class CudaFilterImpl final : public CudaFilter {
         launch_persistent(MmaKernelInfo{fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &sp, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
-               std::to_string(kw_) + "x" + std::to_string(kh_) + (si.side == 5 ? " integer factors" : "") +
+               std::to_string(kw_) + "x" + std::to_string(kh_) + (si.integer ? " integer factors" : "") +
                (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
@@ -412,6 +428,7 @@ class CudaFilterImpl final : public CudaFilter {
                       (border_.mode == BorderMode::replicate || border_.mode == BorderMode::reflect ||
                        border_.mode == BorderMode::reflect101);
         p.src_pitch_warps = mma_stream_tuning::kWarps * src.pitch;
+        p.prefetch_rows = prefetch_ ? mma_stream_tuning::kPrefetchRows : 0;
         const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
         const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
@@ -663,6 +680,7 @@ class CudaFilterImpl final : public CudaFilter {
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
+  bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never

@@ -120,6 +120,14 @@ constexpr int kWarps = 4;  ///< warps per block, each a 16-pixel column of the s
 constexpr int kThreads = 32 * kWarps;
 constexpr int kStripPx = 16 * kWarps;  ///< output pixels per strip
 constexpr int kRowsPerWarp = 16 / kWarps;  ///< input rows of a 16-row block each warp loads
+/// Output rows of a block's first item whose input rows it prefetches into L2
+/// before pdl_begin (MmaStreamParams::prefetch_rows; notes, run 37: H100,
+/// 1080p RGB, ms, none / 16 / 32 / 64 / 128 / 256 rows: gaussian:5 0.0108 /
+/// 0.0105 / 0.0102 / 0.0100 / 0.0100 / 0.0100, gaussian:11 0.0134 / 0.0132 /
+/// 0.0128 / 0.0128 / 0.0128 / 0.0129; 4K gaussian:5 0.0294 / 0.0292 / 0.0288 /
+/// 0.0287 / 0.0286 / 0.0295, gaussian:11 0.0355 / 0.0352 / 0.0349 / 0.0348 /
+/// 0.0350 / 0.0358).
+constexpr int kPrefetchRows = 64;
 /// Where the first and last strip load the pixels beyond the image byte by
 /// byte through border_index (constant and wrap borders, unaligned sources,
 /// PIXELKIT_CUDA_FILTER_EDGES=bytes), and wait for them, their segments are
@@ -244,6 +252,10 @@ struct MmaStreamParams {
   /// those of the pixels they map to. Else their pixels are byte loads
   /// through border_index, which each step waits for.
   bool fix_edges;
+  /// Each block prefetches the input rows of its first item's first
+  /// prefetch_rows output rows into L2 before pdl_begin (prefetch_rows_l2;
+  /// PIXELKIT_CUDA_FILTER_PREFETCH); 0: none.
+  int prefetch_rows;
   std::ptrdiff_t src_pitch_warps;  ///< kWarps source rows, in bytes (a warp's next row to load)
 };
 
@@ -529,8 +541,6 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     fl_q[it] = u - (u / C) * C;
   }
 
-  pdl_begin();  // no global memory access before this line
-
   // Work items: the rows are cut into bands of seg_rows; a band holds one
   // item per interior strip, then edge_subs shorter items for each edge
   // strip (kEdgeSegFactor). Items go round-robin to the blocks of the grid,
@@ -541,10 +551,9 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   const int n_edge = min(p.strips, 2);
   const int per_band = n_int + n_edge * p.edge_subs;
   const int n_items = per_band * p.segs;
-#pragma unroll 1
-  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
+  // Item `item`'s strip and output rows [y0, y_lim).
+  auto item_rows = [&](int item, int& strip, int& y0, int& y_lim) {
     const int band = item / per_band, r = item - band * per_band;
-    int strip, y0, y_lim;
     const int band_y = a.y_begin + band * p.seg_rows;
     if (r < n_int) {
       strip = 1 + r;
@@ -556,6 +565,21 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       y0 = band_y + sub * p.edge_seg_rows;
       y_lim = min(min(y0 + p.edge_seg_rows, band_y + p.seg_rows), a.y_end);
     }
+  };
+  if (p.prefetch_rows > 0 && static_cast<int>(blockIdx.x) < n_items) {
+    int strip, y0, y_lim;
+    item_rows(static_cast<int>(blockIdx.x), strip, y0, y_lim);
+    const int xs = strip * G::kSW - k.ral;  // image pixel of tile column 0
+    prefetch_rows_l2(a.src, y0 - k.ry, min(y_lim, y0 + p.prefetch_rows) + k.ry, xs * C,
+                     (xs + 4 * units) * C, static_cast<int>(threadIdx.x), mma_stream_tuning::kThreads);
+  }
+
+  pdl_begin();  // no global memory access before this line
+
+#pragma unroll 1
+  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
+    int strip, y0, y_lim;
+    item_rows(item, strip, y0, y_lim);
     if (y0 >= y_lim) continue;  // uniform over the block
     const int x0 = strip * G::kSW;  // first output pixel of the strip
     const int nsteps = (y_lim - y0 + 15) / 16;

@@ -1,8 +1,9 @@
 // Row-streaming u8 filter for 3x3 kernels: stream_kernel<C, SEP>, dense
 // (9 products per output) or separable (3 + 3), FP32 arithmetic; and for
-// separable 5x5 kernels of whole-number factors over 2^8 at most (gaussian:5,
-// binomials): stream_kernel<C, true, BAND, 5>, exact integer sums on packed
-// 16-bit lanes (products5 below; notes, run 26).
+// separable 3x3 and 5x5 kernels of whole-number factors over 2^8 at most
+// (gaussian:3 and 5, binomials): stream_kernel<C, true, BAND, K, true>, exact
+// integer sums on packed 16-bit lanes (products5 below; notes, runs 26 and
+// 37).
 //
 // Why. The tiled kernels (filter_cuda_kernels.cuh, filter_cuda_mma_dense.cuh)
 // stage a 2D tile with its apron in shared memory, synchronise the block and
@@ -92,6 +93,13 @@ constexpr int kSmemBytes = kWarps * kRing * kSlotBytes;
 /// small part of a segment's reads (chosen, not measured: 1080p RGB plans 5
 /// rows on an H100 anyway).
 constexpr int kMinSegRows = 4;
+/// Input rows of a warp's segment that it prefetches into L2 before
+/// pdl_begin in the one-wave layout (StreamParams::prefetch_rows): those the
+/// ring's first copies load. More did not help at 720p and 1080p and made 4K
+/// slower (notes, run 37: H100, RGB, ms, none / 3 / 5 / 8 / all rows: 1080p
+/// gaussian:3 0.0100 / 0.0093 / 0.0094 / 0.0094 / 0.0094, 4K 0.0269 / 0.0265
+/// / 0.0265 / 0.0266 / 0.0293).
+constexpr int kPrefetchRows = kRing - 1;
 /// Large images are walked in segments of kBandSegRows rows, strip fastest,
 /// where that gives at least kBandMinWaves waves of warps: the warps in
 /// flight then cover a narrow band of rows, which DRAM serves faster than
@@ -128,9 +136,14 @@ struct StreamParams {
   int segs;              ///< segments down the rows [y_begin, y_end)
   unsigned border_word;  ///< constant border value (an integer 0..255) in every byte
   bool strip_major;      ///< warp gw takes strip gw % strips (else segment gw % segs)
-  /// The 5x5 instances (K = 5): the kernel is exactly iq[y] * ip[x] / 2^8
-  /// with whole numbers, sum ip * sum iq <= 2^8 (make_stream_coeffs), so
-  /// every sum times 255 fits 16 bits.
+  /// The one-wave layout: each warp prefetches the first prefetch_rows input
+  /// rows of its segment into L2 before pdl_begin (prefetch_rows_l2;
+  /// PIXELKIT_CUDA_FILTER_PREFETCH); 0: none.
+  int prefetch_rows;
+  /// The integer instances (IQ: 3x3 and 5x5): the kernel is exactly
+  /// iq[y] * ip[x] / 2^8 with whole numbers, sum ip * sum iq <= 2^8
+  /// (make_stream_coeffs), so every sum times 255 fits 16 bits. (3x3 uses
+  /// the first 3 of each.)
   int ip[5];
   int iq[5];
 };
@@ -140,15 +153,16 @@ struct StreamParams {
 /// one-wave layout's walk stays as it was (the path, in the same kernel, made
 /// 4K and 1080p 3-6% slower).
 ///
-/// K: the kernel's side. 3: FP32 arithmetic, dense or separable. 5 (SEP
-/// only): whole-number factors on packed 16-bit lanes, two elements a
-/// register (products5 below).
-template <int C, bool SEP, bool BAND = false, int K = 3>
+/// K: the kernel's side, 3 or 5. IQ (SEP only; always for K = 5):
+/// whole-number factors on packed 16-bit lanes, two elements a register
+/// (products5 below); else FP32 arithmetic, dense or separable.
+template <int C, bool SEP, bool BAND = false, int K = 3, bool IQ = (K == 5)>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
     stream_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   using namespace stream_tuning;
-  static_assert(K == 3 || (K == 5 && SEP), "3x3 dense or separable, 5x5 separable in whole numbers");
+  static_assert((K == 3 || (K == 5 && IQ)) && (!IQ || SEP),
+                "3x3 dense or separable, 3x3 and 5x5 separable in whole numbers");
   constexpr int KW = K, KH = K, RY = K / 2;
   constexpr int R = RY * C;  // horizontal reach in bytes
   constexpr int LB = kLaneBytes, HB = kHaloBytes, SB = kStripBytes, SLOT = kSlotBytes;
@@ -172,6 +186,9 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     seg = gw - strip * p.segs;
   }
   const int y0 = a.y_begin + seg * p.seg_rows;
+  if (p.prefetch_rows > 0 && strip < p.strips && y0 < a.y_end)
+    prefetch_rows_l2(a.src, y0 - RY, min(min(y0 + p.seg_rows, a.y_end) + RY, y0 - RY + p.prefetch_rows), strip * SB - R,
+                     (strip + 1) * SB + R, lane, 32);
   pdl_begin();  // no global memory access before this line
   if (strip >= p.strips || y0 >= a.y_end) return;  // whole warp: nothing below uses a block barrier
   const int ny = min(p.seg_rows, a.y_end - y0);
@@ -297,7 +314,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     }
   };
 
-  float acc[K == 3 ? KH : 1][LB];
+  [[maybe_unused]] float acc[IQ ? 1 : KH][LB];
 
   // Input row t's products, from its window words w: the row feeds output
   // rows o = t - ky for which valid(ky) holds; put(v) gets a finished row.
@@ -340,7 +357,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     });
   };
 
-  // The 5x5 instances: row t's products in whole numbers on 16-bit lanes.
+  // The integer instances (3x3 and 5x5): row t's products in whole numbers
+  // on 16-bit lanes.
   // Every sum fits its lane (255 * sum ip * sum iq + 128 < 2^16,
   // make_stream_coeffs), so one IMAD multiplies and adds both lanes of a
   // register at once. The window's elements -8 .. 23 (relative to the lane's
@@ -349,7 +367,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // elements away is pp[j + 4 + d / 2] where d is even, else the halves of
   // the two pairs around it (one PRMT). The vertical pass accumulates into KH
   // rotating rows of pairs, as the FP32 kernel's rows rotate.
-  [[maybe_unused]] unsigned iacc[K == 5 ? KH : 1][LB / 2];
+  [[maybe_unused]] unsigned iacc[IQ ? KH : 1][LB / 2];
   [[maybe_unused]] auto products5 = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     constexpr int S = decltype(s_const)::value;
     unsigned pp[16];
@@ -401,7 +419,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   };
   // Row t's products for either kind; put(q) gets a finished row as bytes.
   auto row_products = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
-    if constexpr (K == 5)
+    if constexpr (IQ)
       products5(s_const, w, valid, put);
     else
       products(s_const, w, valid, [&](const float(&v)[LB]) { put(pack16(v)); });
@@ -419,7 +437,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // fetch stalls). The separable 3x3 kernel, with half the products a row,
   // lost 1% on it (0.0897 -> 0.0906) and keeps the general walk; the 5x5
   // integer instances take it (run 26).
-  if constexpr (BAND && (!SEP || K == 5)) {
+  if constexpr (BAND && (!SEP || IQ)) {
     if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
       constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
       const std::ptrdiff_t spitch = a.src.pitch, dpitch = a.dst.pitch;

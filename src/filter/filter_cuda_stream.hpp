@@ -17,19 +17,25 @@ struct StreamKernelInfo {
   int smem_bytes = 0;        ///< dynamic shared memory per block
   bool separable = false;    ///< the instance runs the kernel's two factors
   int strip_bytes = 0;       ///< row bytes one warp covers
-  int side = 0;              ///< 3 (FP32), or 5 (separable, whole-number factors)
+  int side = 0;              ///< 3 or 5
+  /// Whole-number factors on packed 16-bit lanes (all 5x5 instances; 3x3
+  /// separable ones whose factors allow it); else FP32.
+  bool integer = false;
 };
 
 /// The streaming kernel for a u8 3x3 kernel (dense or separable) or a
 /// separable 5x5 one on 1, 3 or 4 channels; fn is nullptr for any other
-/// shape. (Whether a 5x5 kernel's factors suit it is make_stream_coeffs's
-/// answer.)
-StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel);
+/// shape. A separable 3x3 kernel of whole-number factors (as for 5x5 below;
+/// gaussian:3, [1 2 1] / 4 each way) gets the integer instance where
+/// `allow_int`, else the FP32 one; a 5x5 kernel only the integer one, and
+/// only where `allow_int` (PIXELKIT_CUDA_FILTER_INT=off turns them off).
+/// (Whether a 5x5 kernel's factors suit it is make_stream_coeffs's answer.)
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int);
 
 /// Fills the coefficients and the border word of `p` for `info`'s instance;
 /// false when the border cannot be held in a byte (a constant value that is
-/// not an integer 0..255) or a coefficient is not finite, and for a 5x5
-/// kernel unless it is exactly q[y] * p[x] / 2^a with whole numbers p, q >= 0,
+/// not an integer 0..255) or a coefficient is not finite, and for an integer
+/// instance unless the kernel is exactly q[y] * p[x] / 2^a with whole numbers p, q >= 0,
 /// a gain of at most 1 (sum p * sum q <= 2^a) and a <= 8, so that every sum
 /// times 255 fits 16 bits (gaussian:5, OpenCV's [1 4 6 4 1] / 16 each way, and
 /// other binomials).
