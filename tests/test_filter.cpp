@@ -1204,33 +1204,22 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   }
 }
 
-/// The row-streaming kernel's integer instances on small images, in each
-/// layout of `band_modes` (PIXELKIT_CUDA_FILTER_BANDS; "" = the rule, one
-/// wave at these sizes): every output of every kernel, size and border equals
-/// ref's, and on sm_80 up the path starts with `path_prefix` and ends in
-/// " in bands" iff the band walk was forced.
+/// The row-streaming kernel's integer instances (`side`: "3x3" or "5x5") on
+/// small images, in each layout of `band_modes` (PIXELKIT_CUDA_FILTER_BANDS;
+/// "" = the rule, one wave at these sizes): every output of every kernel,
+/// size and border equals ref's, and on sm_80 up the path names the instance
+/// and says " in bands" iff the band walk was forced.
 void expect_streaming_integer_exact(const std::vector<Kernel>& kernels, std::initializer_list<const char*> band_modes,
-                                    std::uint32_t seed0, const std::string& path_prefix) {
-  const bool sm80 = device_has_tensor_core_path();
+                                    std::uint32_t seed, const std::string& side) {
   const std::vector<SweepSize> sizes = {{1, 1, 3}, {5, 3, 1}, {7, 40, 4}, {171, 40, 3}, {257, 33, 1}, {700, 61, 3},
                                         {600, 70, 4}};
   for (const char* bands : band_modes) {
     ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
-    std::uint32_t seed = seed0;
-    for (const auto& sz : sizes) {
-      const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-      for (const auto& k : kernels)
-        for (const auto& b : all_borders()) {
-          std::string path;
-          const Image got = run_device(src.cview(), k, b, &path);
-          EXPECT_EQ(count_differing(got, run(Backend::ref, src, k, b)), 0)
-              << path << ", " << label(src, k, b) << ", bands " << bands;
-          if (sm80) {
-            EXPECT_EQ(path.rfind(path_prefix, 0), 0u) << path;
-            EXPECT_EQ(path.find(" in bands") != std::string::npos, *bands != '\0') << path;
-          }
-        }
-    }
+    const std::string part =
+        "cuda separable streaming " + side + " integer factors" + (*bands != '\0' ? " in bands (" : " (");
+    const auto [differing, total] =
+        sweep_device_against_ref(sizes, kernels, seed, device_has_tensor_core_path(), part.c_str(), {""});
+    EXPECT_EQ(differing, 0) << differing << " of " << total << " elements differ from ref, bands " << bands;
   }
 }
 
@@ -1250,7 +1239,7 @@ TEST(FilterCuda, StreamingFiveByFiveWholeNumberKernelsAreExactInBands) {
                            "lopsided"),
       parse_kernel("1,4,6,4,1;4,16,24,16,4;6,24,36,24,6;4,16,24,16,4;1,4,6,4,1/256"),  // gaussian:5 as a matrix
   };
-  expect_streaming_integer_exact(kernels, {"on", "5"}, 5100, "cuda separable streaming 5x5 integer factors");
+  expect_streaming_integer_exact(kernels, {"on", "5"}, 5100, "5x5");
   // Declined, and so left to the tensor-core kernels: factors that are not
   // whole numbers over a power of two, a gain above 1, and the default layout
   // of a small image (one wave, where the tensor-core kernel is faster).
@@ -1294,7 +1283,7 @@ TEST(FilterCuda, StreamingThreeByThreeWholeNumberKernelsAreExact) {
       Kernel::from_factors({0.125f, 0.375f, 0.f}, {0.25f, 0.5f, 0.25f}, "gain 1/2"),
       Kernel::from_factors({1.f, 0.f, 0.f}, {0.f, 0.f, 1.f}, "shift"),
   };
-  expect_streaming_integer_exact(kernels, {"", "on", "5"}, 5400, "cuda separable streaming 3x3 integer factors");
+  expect_streaming_integer_exact(kernels, {"", "on", "5"}, 5400, "3x3");
   // Declined, to the FP32 instance: factors that are not whole numbers over
   // a power of two, a gain above 1, and any kernel with
   // PIXELKIT_CUDA_FILTER_INT=off.
