@@ -417,7 +417,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       }
     });
   };
-  // Row t's products for either kind; put(q) gets a finished row as bytes.
+  // Row t's products for either kind (FP32 or integer); put(q) gets a
+  // finished row as bytes.
   auto row_products = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     if constexpr (IQ)
       products5(s_const, w, valid, put);
@@ -435,8 +436,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // 0.0923 ms; the same path fully unrolled, 0.1157, and a loop with its
   // first and last rows peeled, 0.1000, spent their saving in instruction
   // fetch stalls). The separable 3x3 kernel, with half the products a row,
-  // lost 1% on it (0.0897 -> 0.0906) and keeps the general walk; the 5x5
-  // integer instances take it (run 26).
+  // lost 1% on it (0.0897 -> 0.0906) and keeps the general walk; the integer
+  // instances take it (5x5: run 26; 3x3: run 37, 8K gaussian:3 0.0812 ms).
   if constexpr (BAND && (!SEP || IQ)) {
     if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
       constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
