@@ -103,22 +103,22 @@ MmaPolicy mma_policy() {
   return MmaPolicy::automatic;
 }
 
-/// Whether the switch `name` is on: unset, or anything but "off" or "0".
-bool switch_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
-}
-
 /// PIXELKIT_CUDA_FILTER_INT=off: the streaming tensor-core kernel never takes
 /// its integer instances (notes, run 20; the benchmark and tests compare them
 /// with the fp16 ones); unset or anything else: it takes them where the
 /// factors allow (make_mma_stream_integer).
-bool int_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_INT"); }
+bool int_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_INT");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
 
 /// PIXELKIT_CUDA_FILTER_STREAM=off: never take the row-streaming kernel (the
 /// benchmark compares the paths with it); unset or anything else: the u8 3x3
 /// kernels take it.
-bool stream_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_STREAM"); }
+bool stream_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_STREAM");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
 
 /// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
 /// kernels walk large images in bands of short segments, notes run 15),
@@ -150,12 +150,18 @@ bool edge_columns_from_smem() {
 /// PIXELKIT_CUDA_FILTER_PREFETCH=off: the streaming kernels do not prefetch
 /// their first rows into L2 before pdl_begin (prefetch_rows_l2; the benchmark
 /// compares both); unset or anything else: they do.
-bool prefetch_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PREFETCH"); }
+bool prefetch_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PREFETCH");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
 
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
 /// programmatic dependent launch (the benchmark compares both); unset or
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
-bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
+bool pdl_enabled() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PDL");
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
 
 // ---- kernel tables -------------------------------------------------------------
 
