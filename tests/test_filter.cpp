@@ -868,17 +868,18 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
       sweep_device_against_ref(sizes, kernels, 1900, tc, "dense tensor cores", {"random", "gaussian"});
   std::printf("dense tensor cores vs ref: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
-  // The automatic rule (filter_cuda.cu) on a 1283x771 image, 21 x 13 tiles:
-  // fewer than one wave on an sm_80+ GPU. 7x7 / 9x9 and non-square kernels
-  // take the tensor cores at any size; 3x3 only from 12 waves, 5x5 from 4
-  // (TensorCoreDenseTakesFiveByFiveFromFourWaves), gaussian:7 from one. Host
-  // images go through strips (several launches, y ranges).
+  // The automatic rule (filter_cuda.cu) on a 1283x771 image, 21 x 13 tiles
+  // of 64 rows: fewer than one wave on an sm_80+ GPU. 5x5, 7x7, 9x9 and
+  // non-square kernels take the tensor cores at any size
+  // (TensorCoreDenseTakesFiveByFiveAtEverySize); 3x3 only from 12 waves,
+  // gaussian:7 from one. Host images go through strips (several launches, y
+  // ranges).
   const Image big = random_image(1283, 771, 3, PixelType::u8, 78);
   struct Auto { Kernel k; bool want_tc; };
   const std::vector<Auto> autos = {{random_kernel(9, 9, 79), true},
                                    {parse_kernel("1,2,3,4,5,6,7;7,6,5,4,3,2,1;0,1,0,1,0,1,0/29"), true},
                                    {parse_kernel("edge"), false},
-                                   {random_kernel(5, 5, 80), false},
+                                   {random_kernel(5, 5, 80), true},
                                    {parse_kernel("gaussian:7"), false}};
   for (const auto& [k, want_tc] : autos) {
     ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
@@ -895,28 +896,82 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
   }
 }
 
-// The automatic rule sends dense 5x5 to the tensor cores from 4 waves of
-// 64x64 tiles (mma_dense_tuning::auto_min_waves; notes, run 30), and keeps
-// it on the FP32 tiled kernel below. The image is sized from this GPU's SM
-// count for 6 waves and 2 at an H100's 3 blocks per SM (3 channels), so that
-// GPUs that hold 2 or 4 such blocks per SM fall on the same sides of 4.
-TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveFromFourWaves) {
+// The automatic rule sends dense 5x5 to the tensor cores at every size
+// (mma_dense_tuning::auto_min_waves; notes, run 38), and picks the tile
+// height from the waves of 64-row tiles (mma_dense_tuning::tile_rows): 64
+// rows from 8 waves, 48 from one, 16 below one. The images are sized from
+// this GPU's SM count for 8.5, 2 and 1/2 waves at an H100's 3 blocks per SM
+// (3 channels), so that GPUs that hold 2 or 4 such blocks per SM fall on the
+// same sides of 8 and 1.
+TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   const bool tc = device_has_tensor_core_path();
   const int sms = sm_count();
   const Kernel k = random_kernel(5, 5, 81);
   const Border b{BorderMode::reflect101, 0};
-  for (const auto& [waves, want_tc] : {std::pair{6, true}, std::pair{2, false}}) {
+  struct Case { int waves2; const char* rows; };  // waves2: twice the waves
+  for (const auto& [waves2, rows] : {Case{17, ""}, Case{4, " in 48-row tiles"}, Case{1, " in 16-row tiles"}}) {
     ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
-    const int tile_rows = (waves * 3 * sms + 39) / 40;  // 40 tiles across
-    const Image src = random_image(40 * 64 - 5, tile_rows * 64 - 9, 3, PixelType::u8, 82 + waves);
+    const int tiles_y = (waves2 * 3 * sms + 79) / 80;  // 40 tiles across
+    const Image src = random_image(40 * 64 - 5, tiles_y * 64 - 9, 3, PixelType::u8, 82 + waves2);
     std::string path;
     const Image got = run_device(src.cview(), k, b, &path);
-    EXPECT_EQ(path.find("dense tensor cores") != std::string::npos, want_tc && tc) << waves << " waves: " << path;
-    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves << " waves: " << path;
+    if (tc) {
+      EXPECT_NE(path.find("dense tensor cores 5x5"), std::string::npos) << waves2 << " half waves: " << path;
+      if (*rows != '\0') EXPECT_NE(path.find(rows), std::string::npos) << waves2 << " half waves: " << path;
+      else EXPECT_EQ(path.find("-row tiles"), std::string::npos) << waves2 << " half waves: " << path;
+    }
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves2 << " half waves: " << path;
   }
 #endif
+}
+
+// The dense tensor-core kernel's tiles of 16, 32 and 48 rows (what shared
+// memory holds for 64; PIXELKIT_CUDA_FILTER_DENSE_ROWS, else
+// mma_dense_tuning::tile_rows), in the instances that have them (3 and 4
+// channels, planar, 5 to 9 rows: mma_dense_tuning::has_short_tiles): the
+// input rows a tile loads, converts and maps through the border, the warps'
+// units and the output rows all follow the tile's height. Odd sizes whose
+// last tile is partial, every border; one image walks several tiles a block.
+// 1 channel and 3x3 keep 64-row tiles.
+TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  std::vector<Kernel> kernels;
+  std::uint32_t kseed = 8500;
+  for (int n : {5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
+  kernels.push_back(random_kernel(5, 7, ++kseed));
+  kernels.push_back(random_kernel(9, 5, ++kseed));
+  kernels.push_back(parse_kernel("unsharp:5"));
+  const std::vector<SweepSize> sizes = {{5, 3, 3}, {97, 70, 3}, {161, 129, 4}, {130, 50, 3}, {70, 17, 4}};
+  for (const char* rows : {"16", "32", "48"}) {
+    ScopedEnv rows_env("PIXELKIT_CUDA_FILTER_DENSE_ROWS", rows);
+    const std::string part = std::string(" in ") + rows + "-row tiles";
+    const auto [differing, total] = sweep_device_against_ref(sizes, kernels, 8600, tc, part.c_str(), {"random"});
+    EXPECT_LE(differing, total / 1000) << rows << "-row tiles: " << differing << " of " << total << " off by one";
+    // 2600 x 600: 41 x 13..38 tiles, several a block.
+    const Image src = random_image(2600, 600, 3, PixelType::u8, 8700);
+    for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+      const Kernel k = random_kernel(7, 7, 8701);
+      std::string path;
+      const Image got = run_device(src, k, b, &path);
+      if (tc) EXPECT_NE(path.find(part), std::string::npos) << path;
+      EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << rows << " rows, " << to_string(b) << " " << path;
+    }
+    // No short tiles: 1 channel, and 3x3 (element-domain tile).
+    const Image gray = random_image(97, 70, 1, PixelType::u8, 8702);
+    const Image rgb = random_image(97, 70, 3, PixelType::u8, 8703);
+    for (const auto& [img, k] : {std::pair{&gray, random_kernel(7, 7, 8704)}, std::pair{&rgb, random_kernel(3, 3, 8705)}}) {
+      const Border b{BorderMode::reflect, 0};
+      std::string path;
+      const Image got = run_device(img->cview(), k, b, &path);
+      if (tc) EXPECT_NE(path.find("dense tensor cores"), std::string::npos) << path;
+      EXPECT_EQ(path.find("-row tiles"), std::string::npos) << path;
+      EXPECT_TRUE(agrees(got, run(Backend::ref, *img, k, b))) << label(*img, k, b) << " " << path;
+    }
+  }
 }
 
 TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {

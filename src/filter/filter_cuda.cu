@@ -18,9 +18,11 @@
 //                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
-//       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
-//       3x3 from 12 waves of tiles, 5x5 from 4;   u8 dense kernel up to 9x9; =dense: every u8
-//       u8 separable 7x7 from one wave            kernel up to 9x9, separable ones too)
+//       below:                                    (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
+//       sides 5, 7 or 9, or not square; 3x3       u8 dense kernel up to 9x9; =dense: every u8
+//       from 12 waves of 64-row tiles; u8         kernel up to 9x9, separable ones too)
+//       separable 7x7 from one wave               tiles of 64, 48, 32 or 16 rows
+//                                                 (mma_dense_tuning::tile_rows)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
 //   u8 separable that the streaming kernel     -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
 //       declined, nx + ny >= 26 with both         filter_cuda_mma.cuh, sm_80 up
@@ -155,6 +157,15 @@ bool prefetch_enabled() {
   return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
 }
 
+/// PIXELKIT_CUDA_FILTER_DENSE_ROWS=16|32|48|64: the dense tensor-core kernel's
+/// output rows per tile (the benchmark compares them); unset or anything else:
+/// mma_dense_tuning::tile_rows. Returns 0 for the rule.
+int dense_rows_policy() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_DENSE_ROWS");
+  const int n = v == nullptr ? 0 : std::atoi(v);
+  return n == 16 || n == 32 || n == 48 || n == 64 ? n : 0;
+}
+
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
 /// programmatic dependent launch (the benchmark compares both); unset or
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
@@ -267,8 +278,9 @@ class CudaFilterImpl final : public CudaFilter {
     // kernel's, so small grids end on a long tail) and wins by 4-6% at 8K,
     // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
     // kernel (0.209 against 0.218 at 8K). Since run 19's tile counter, 5x5
-    // wins from 4 waves (4K RGB 0.0499 -> 0.0472 ms; run 30):
-    // mma_dense_tuning::auto_min_waves.
+    // wins from 4 waves (4K RGB 0.0499 -> 0.0472 ms; run 30), and since its
+    // tiles of 16 to 48 rows on small grids (run 38) at every size:
+    // mma_dense_tuning::auto_min_waves and tile_rows.
     // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
     // kernels, dense and separable (run 10 of the notes, H100, RGB, ms,
     // dense 3x3 / gaussian:3, streaming against before): 720p 0.0082 / 0.0079
@@ -284,6 +296,7 @@ class CudaFilterImpl final : public CudaFilter {
     pdl_ = pdl_enabled();
     fix_edges_ = edge_columns_from_smem();
     prefetch_ = prefetch_enabled();
+    dense_rows_ = dense_rows_policy();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
@@ -478,8 +491,11 @@ class CudaFilterImpl final : public CudaFilter {
       // at once, each walking tiles.
       const bool mma_dense = mma_dense_min_waves_ >= 0 && tensor_cores() && aligned(src.data, src.pitch, 16);
       if (mma_dense) {
-        const MmaKernelInfo ki = mma_dense_kernel(C, mma_dense_);
-        const long long resident = resident_blocks(ki, mma_dense_tuning::kThreads);
+        // Both instances (64-row tiles, and tile heights at run time) hold
+        // the same shared memory and registers, so as many blocks fit.
+        const bool rt = mma_dense_tuning::has_short_tiles(C, kh_, mma_dense_planar(C, kw_));
+        const MmaKernelInfo ki64 = mma_dense_kernel(C, mma_dense_, false);
+        const long long resident = resident_blocks(ki64, mma_dense_tuning::kThreads);
         const long long tiles = tile_count(src.width, rows, mma_dense_tuning::kTilePx, mma_dense_tuning::kTileRows);
         if (tiles >= resident * mma_dense_min_waves_) {
           MmaDenseParams p{};
@@ -488,10 +504,20 @@ class CudaFilterImpl final : public CudaFilter {
           p.vec16_dst = aligned(dst.data, dst.pitch, 16);
           bool own_counter = false;
           p.tile_counter = tile_counter(stream, &own_counter);
-          p.dynamic = own_counter && tiles >= mma_dense_tuning::kDynamicMinRounds * resident;
-          launch_persistent(ki, mma_dense_tuning::kThreads, std::min(tiles, resident), &p, stream);
+          const int th = !rt                ? mma_dense_tuning::kTileRows
+                         : dense_rows_ > 0 ? dense_rows_
+                                           : mma_dense_tuning::tile_rows(tiles, resident, kh_);
+          const MmaKernelInfo ki = th == mma_dense_tuning::kTileRows ? ki64 : mma_dense_kernel(C, mma_dense_, true);
+          const long long n = tile_count(src.width, rows, mma_dense_tuning::kTilePx, th);
+          // (resident_blocks also sets the RT instance's shared-memory limit.)
+          const long long grid = std::min({n, resident, resident_blocks(ki, mma_dense_tuning::kThreads)});
+          p.dynamic = own_counter && n >= mma_dense_tuning::kDynamicMinRounds * resident;
+          p.w = mma_dense_walk(src.width, rows, th, grid, p.dynamic);
+          p.prefetch = prefetch_;
+          launch_persistent(ki, mma_dense_tuning::kThreads, grid, &p, stream);
           PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
-          return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) + shape;
+          return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) +
+                 (th != mma_dense_tuning::kTileRows ? " in " + std::to_string(th) + "-row tiles" : "") + shape;
         }
       }
       if (mma_ok_ && tensor_cores()) {
@@ -680,6 +706,7 @@ class CudaFilterImpl final : public CudaFilter {
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
+  int dense_rows_ = 0;     ///< PIXELKIT_CUDA_FILTER_DENSE_ROWS: the dense tensor-core kernel's tile rows, 0 = rule
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word

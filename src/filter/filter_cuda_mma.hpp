@@ -35,8 +35,10 @@ MmaKernelInfo mma_sep_kernel(int channels, int ks1, int ks2);
 /// constant border value exact in fp16.
 bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out);
 
-/// dense_mma_kernel<C, KH, planar> for 1, 3 or 4 channels and this kernel.
-MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k);
+/// dense_mma_kernel<C, KH, planar, LO, RT> for 1, 3 or 4 channels and this
+/// kernel; RT (tile heights at run time) when `short_tiles` and
+/// mma_dense_tuning::has_short_tiles.
+MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k, bool short_tiles);
 
 /// Fills `out` and returns true when the separable kernel row (nx taps) x col
 /// (ny taps) can take the streaming tensor-core path

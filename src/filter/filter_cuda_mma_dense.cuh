@@ -88,16 +88,40 @@ constexpr bool lo_b_in_smem(int kh) { return kh == 9; }
 /// 9x9 0.0326 -> 0.0354, 7x7 0.0294 -> 0.0316).
 constexpr int kDynamicMinRounds = 4;
 /// The automatic rule for square u8 kernels that the FP32 kernels also run
-/// well (filter_cuda.cu): this kernel from this many waves of tiles (tiles
-/// over resident blocks), the FP32 tiled kernel below. Its tiles take longer
-/// than the FP32 kernel's, so a short grid ends on a long tail; from
-/// kDynamicMinRounds waves the counter balances the tail away. Measured on
-/// an H100, RGB u8, dense 5x5, ms, FP32 tiled / tensor cores (notes, run 30):
-/// 2.3 waves (1440p) 0.0263 / 0.0296, 3.0 (2880x1620) 0.0315 / 0.0316, 3.7
-/// (3200x1800) 0.0369 / 0.0376, 5.2 (4K) 0.0499 / 0.0472, 9.1 (5K) 0.0812 /
-/// 0.0699, 1.3 (1080p) 0.0184 / 0.0262. 3x3 (which the row-streaming kernel
-/// takes wherever it fits) keeps run 9's 12 waves.
-constexpr int auto_min_waves(int side) { return side == 5 ? kDynamicMinRounds : 12; }
+/// well (filter_cuda.cu): this kernel from this many waves of 64-row tiles
+/// (tiles over resident blocks), the FP32 tiled kernel below. 5x5: at every
+/// size since tiles of fewer rows shortened small grids' tails (tile_rows;
+/// notes, run 38; H100, RGB u8, dense 5x5, ms, FP32 tiled / tensor cores:
+/// 640x480 0.0074 / 0.0061, 720p 0.0117 / 0.0099, 1080p 0.0179 / 0.0162,
+/// 1440p 0.0263 / 0.0231; before, with 64-row tiles only, it lost below 4
+/// waves, run 30). 3x3 (which the row-streaming kernel takes wherever it
+/// fits) keeps run 9's 12 waves.
+constexpr int auto_min_waves(int side) { return side == 5 ? 0 : 12; }
+/// Output rows per tile for a launch of `tiles64` tiles of 64 rows on
+/// `resident` blocks, kernel height `kh`. A grid of few tiles a block ends on
+/// a long tail, and below a wave leaves slots empty; shorter tiles cut both,
+/// at the cost of more input rows per output row (kh - 1 a tile). Measured on
+/// an H100, RGB u8, ms, dense 5x5 / 7x7 / 9x9 by tile rows 64, 48, 32, 16
+/// (notes, run 38): 640x480 (0.2 waves of 64) 0.0124 0.0098 0.0083 0.0061 /
+/// 0.0128 0.0104 0.0086 0.0076 / 0.0137 0.0110 0.0094 0.0102; 720p (0.6)
+/// 0.0140 0.0119 0.0111 0.0099 / 0.0156 0.0132 0.0122 0.0124 / 0.0162 0.0138
+/// 0.0140 0.0147; 1080p (1.3) 0.0195 0.0162 0.0161 0.0187 / 0.0210 0.0189
+/// 0.0188 0.0218 / 0.0237 0.0204 0.0209 0.0245; 1440p (2.3) 0.0260 0.0231
+/// 0.0231 0.0284 / 0.0281 0.0252 0.0269 0.0330 / 0.0320 0.0280 0.0303
+/// 0.0365; 4K (5.2) 64 / 48: 0.0456 / 0.0429, 0.0524 / 0.0506, 0.0575 /
+/// 0.0554; 8K (20.6) 0.1493 / 0.1516, 0.1745 / 0.1763, 0.1915 / 0.1931.
+/// The instances that take tile heights at run time (RT; their shorter tiles
+/// are what tile_rows picks below 8 waves): 3 and 4 channels, planar, 5 to 9
+/// rows. Elsewhere tiles have kTileRows rows: 1 channel has too few warp
+/// units for short tiles (2 column groups: a 16-row tile would leave 6 of 8
+/// warps idle), 3x3 and 1-row kernels take other paths. Kept to these
+/// because the run-time height costs the 64-row tiles 2-4% at 8K (3
+/// channels) and 13-24% (1 channel: spills at 80 registers) where it is
+/// compiled in (notes, run 38).
+constexpr bool has_short_tiles(int c, int kh, bool planar) { return c >= 3 && kh >= 5 && planar; }
+constexpr int tile_rows(long long tiles64, long long resident, int kh) {
+  return tiles64 >= 8 * resident ? 64 : tiles64 >= resident ? 48 : kh <= 7 ? 16 : 32;
+}
 }  // namespace mma_dense_tuning
 
 struct MmaDenseCoeffs {
@@ -106,6 +130,30 @@ struct MmaDenseCoeffs {
   bool has_lo;  ///< some coefficient is not exact in fp16: the LO instance
   float c[mma_dense_tuning::kMaxSide * mma_dense_tuning::kMaxSide];  ///< row-major kh x kw
 };
+
+/// A launch's tiles and the order blocks take them in (the kernel's "Tile
+/// order" comment).
+struct MmaDenseWalk {
+  int tile_rows;  ///< output rows per tile: 16, 32, 48 or 64 (kTileRows, what shared memory is sized for)
+  int tiles_x;    ///< tiles across
+  int n_tiles;
+  int n_edge;     ///< tiles of the first and last column, taken first (0 when tiles_x <= 2)
+  int rot;        ///< static launches: the order starts at tile rot (n_tiles - n_tiles % grid, or 0)
+};
+
+/// The walk of a launch over `width` x `rows` in tiles of `tile_rows` rows on
+/// `grid` blocks.
+inline MmaDenseWalk mma_dense_walk(int width, int rows, int tile_rows, long long grid, bool dynamic) {
+  MmaDenseWalk w{};
+  w.tile_rows = tile_rows;
+  w.tiles_x = (width + mma_dense_tuning::kTilePx - 1) / mma_dense_tuning::kTilePx;
+  const int tiles_y = (rows + tile_rows - 1) / tile_rows;
+  w.n_tiles = w.tiles_x * tiles_y;
+  w.n_edge = w.tiles_x > 2 ? 2 * tiles_y : 0;
+  const int extra = dynamic || grid <= 0 ? 0 : static_cast<int>(w.n_tiles % grid);
+  w.rot = extra > 0 ? w.n_tiles - extra : 0;
+  return w;
+}
 
 struct MmaDenseParams {
   FilterArgs<std::uint8_t> a;
@@ -119,6 +167,14 @@ struct MmaDenseParams {
   /// Tiles after the first come from tile_counter (else block b takes tiles
   /// b, b + gridDim.x, ...): mma_dense_tuning::kDynamicMinRounds.
   bool dynamic;
+  /// The tile walk, from mma_dense_walk on the host: read from the
+  /// parameters rather than derived in the kernel, where they would hold
+  /// registers through the tile loop (each one it saves shortens spills at
+  /// the 80 registers of 3 blocks per SM; notes, run 38).
+  MmaDenseWalk w;
+  /// Prefetch the first tile's input rows into L2 before pdl_begin
+  /// (prefetch_rows_l2).
+  bool prefetch;
 };
 
 /// Planar tile when the horizontal reach in interleaved elements exceeds 4.
@@ -139,19 +195,19 @@ struct MmaDenseGeom {
   static constexpr int kRawBytes = kHIn * kRawRow;
   static constexpr int kOutStride = kTW * C + 16;            ///< bytes per staged output row
   static constexpr int kGroups = 2 * C;                      ///< 32-column groups (per tile row block)
-  static constexpr int kUnits = 4 * kGroups;                 ///< warp work units: 16 rows x 32 columns
   /// lo B fragments (mma_dense_tuning::lo_b_in_smem): KH x 32 lanes x 8 bytes.
   static constexpr int kLoBBytes = mma_dense_tuning::lo_b_in_smem(KH) ? KH * 32 * 8 : 0;
   static constexpr int kSmemBytes = kTileBytes + 2 * kRawBytes + kLoBBytes;
   static_assert((kS / 8) % 2 == 1, "ldmatrix rows must fall in different bank groups");
   static_assert(kTH * kOutStride <= kRawBytes, "the output tile is staged in a raw buffer");
-  static_assert(kUnits % mma_dense_tuning::kWarps == 0, "units spread evenly over the warps");
 };
 
 /// The dense filter (see the header comment). KH: kernel height (1..9, odd);
 /// the width is a run-time value (its taps live in the B fragments). P:
-/// planar tile (mma_dense_planar). LO: the lo products are needed.
-template <int C, int KH, bool P, bool LO>
+/// planar tile (mma_dense_planar). LO: the lo products are needed. RT: the
+/// tile height is p.w.tile_rows (mma_dense_tuning::has_short_tiles), else
+/// kTileRows.
+template <int C, int KH, bool P, bool LO, bool RT = false>
 __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::min_blocks_per_sm(C))
     dense_mma_kernel(const __grid_constant__ MmaDenseParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -170,8 +226,10 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   const int lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int width = a.src.width, height = a.src.height;
-  const int tiles_x = (width + kTilePx - 1) / kTilePx;
-  const int n_tiles = tiles_x * ((a.y_end - a.y_begin + kTileRows - 1) / kTileRows);
+  static_assert(!RT || mma_dense_tuning::has_short_tiles(C, KH, P), "an instance without short tiles");
+  const int th = RT ? p.w.tile_rows : kTileRows;  // output rows per tile (a multiple of 16, at most kTileRows)
+  const int hin = th + KH - 1;   // its input rows (at most G::kHIn)
+  const int n_tiles = p.w.n_tiles;
   const bool const_rows = a.mode == BorderMode::constant;
   const unsigned bvw = half2_bits(__float2half2_rn(a.border_value));
 
@@ -203,6 +261,42 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       for (int ky = 0; ky < KH; ++ky) reinterpret_cast<uint2*>(lo_b)[ky * 32 + lane] = make_uint2(bl[ky][0], bl[ky][1]);
   }
 
+  // Tile order: edge tiles (the first and last column, which take the slow
+  // border path of the conversion) first, then the interior row-major.
+  // Block b takes tile b first; with p.dynamic every
+  // later tile comes from p.tile_counter, so blocks that run faster take more
+  // tiles and the SMs end together (a fixed round-robin left the busiest SM
+  // of an H100 7% above the mean at 8K: notes, run 19).
+  // Static launches rotate that order so that the edge tiles go to blocks
+  // with one tile fewer than others (the last n_tiles % gridDim.x blocks of
+  // the order, rotated to its front, take the extra round): at 1080p (1.3
+  // tiles a block) a block's edge tile and extra tile no longer add up
+  // (notes, run 33).
+  // (mma_dense_walk computes the walk's numbers on the host.)
+  auto tile_at = [&](int q, int& tx, int& ty) {
+    const int tl = q + p.w.rot < n_tiles ? q + p.w.rot : q + p.w.rot - n_tiles;
+    if (tl < p.w.n_edge) {
+      ty = tl >> 1;
+      tx = (tl & 1) ? p.w.tiles_x - 1 : 0;
+    } else {
+      const int w = p.w.n_edge ? p.w.tiles_x - 2 : p.w.tiles_x, j = tl - p.w.n_edge;
+      ty = j / w;
+      tx = j - ty * w + (p.w.n_edge ? 1 : 0);
+    }
+  };
+  int tx, ty;
+  tile_at(blockIdx.x, tx, ty);
+  auto x_inside = [&](int px0) { return px0 - kMarginPx >= 0 && px0 + kTilePx + kMarginPx <= width; };
+
+  // The first tile's input rows travel into L2 while the kernel before this
+  // one on the stream drains (notes, run 38). A prefetch fills no L1, and
+  // that kernel's writes land in L2, so the loads after pdl_begin see them.
+  if (p.prefetch && blockIdx.x < n_tiles) {
+    const int ys0 = a.y_begin + ty * th - k.ry;
+    const int e0 = (tx * kTilePx - kMarginPx) * C;
+    prefetch_rows_l2(a.src, ys0, ys0 + hin, e0, e0 + G::kRawRow, tid, kThreads);
+  }
+
   pdl_begin();  // no global memory access before this line
 
   // Fixed thread -> (row, column unit) maps for the row loops below: thread
@@ -217,36 +311,6 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   constexpr int kOutRowsStep = kThreads / kVecRow;
   const int out_q = tid % kVecRow, out_r = tid / kVecRow;
 
-  // Tile order: edge tiles (the first and last column, which take the slow
-  // border path of the conversion) first, then the interior row-major.
-  // Block b takes tile b first; with p.dynamic every
-  // later tile comes from p.tile_counter, so blocks that run faster take more
-  // tiles and the SMs end together (a fixed round-robin left the busiest SM
-  // of an H100 7% above the mean at 8K: notes, run 19).
-  // Static launches rotate that order so that the edge tiles go to blocks
-  // with one tile fewer than others (the last n_tiles % gridDim.x blocks of
-  // the order, rotated to its front, take the extra round): at 1080p (1.3
-  // tiles a block) a block's edge tile and extra tile no longer add up
-  // (notes, run 33).
-  const int tiles_y = n_tiles / tiles_x;
-  const int n_edge = tiles_x > 2 ? 2 * tiles_y : 0;
-  const int extra = p.dynamic ? 0 : n_tiles % static_cast<int>(gridDim.x);
-  const int rot = extra > 0 ? n_tiles - extra : 0;
-  auto tile_at = [&](int q, int& tx, int& ty) {
-    const int tl = q + rot < n_tiles ? q + rot : q + rot - n_tiles;
-    if (tl < n_edge) {
-      ty = tl >> 1;
-      tx = (tl & 1) ? tiles_x - 1 : 0;
-    } else {
-      const int w = n_edge ? tiles_x - 2 : tiles_x, j = tl - n_edge;
-      ty = j / w;
-      tx = j - ty * w + (n_edge ? 1 : 0);
-    }
-  };
-  int tx, ty;
-  tile_at(blockIdx.x, tx, ty);
-  auto x_inside = [&](int px0) { return px0 - kMarginPx >= 0 && px0 + kTilePx + kMarginPx <= width; };
-
   // Raw rows of the tile at (px0, y0) -> raw buffer, by cp.async. Rows past
   // the top or bottom are mapped through the border (constant-border rows are
   // left for the conversion to fill).
@@ -255,22 +319,22 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
     const char* const base = reinterpret_cast<const char*>(a.src.data) + (px0 - kMarginPx) * C + 16 * chunk_q;
     std::uint8_t* const dst = raw + chunk_r * G::kRawRow + 16 * chunk_q;
     if (chunk_r >= kChunkRowsStep) return;
-    if (ys >= 0 && ys + G::kHIn <= height) {
+    if (ys >= 0 && ys + hin <= height) {
       const char* src = base + static_cast<std::ptrdiff_t>(ys + chunk_r) * a.src.pitch;
       const std::ptrdiff_t src_step = static_cast<std::ptrdiff_t>(kChunkRowsStep) * a.src.pitch;
 #pragma unroll
       for (int i = 0; i < (G::kHIn + kChunkRowsStep - 1) / kChunkRowsStep; ++i)
-        if (chunk_r + i * kChunkRowsStep < G::kHIn) cp_async16(dst + i * kChunkRowsStep * G::kRawRow, src + i * src_step);
+        if (chunk_r + i * kChunkRowsStep < hin) cp_async16(dst + i * kChunkRowsStep * G::kRawRow, src + i * src_step);
     } else {
 #pragma unroll 1
-      for (int r = chunk_r; r < G::kHIn; r += kChunkRowsStep) {
+      for (int r = chunk_r; r < hin; r += kChunkRowsStep) {
         const int sy = border_index(ys + r, height, a.mode);
         if (sy >= 0) cp_async16(dst + (r - chunk_r) * G::kRawRow, base + static_cast<std::ptrdiff_t>(sy) * a.src.pitch);
       }
     }
   };
 
-  if (blockIdx.x < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_base);
+  if (blockIdx.x < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * th, raw_base);
   cp_async_commit();
   // The next tile, handed out by thread 0 one tile ahead and published by the
   // barriers (read after the top one, rewritten after the second one).
@@ -287,25 +351,25 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   for (int tl = blockIdx.x, it = 0; tl < n_tiles; ++it) {
     std::uint8_t* const raw = raw_base + (it & 1) * G::kRawBytes;
     std::uint8_t* const raw_next = raw_base + ((it + 1) & 1) * G::kRawBytes;
-    const int px0 = tx * kTilePx, y0 = a.y_begin + ty * kTileRows;
+    const int px0 = tx * kTilePx, y0 = a.y_begin + ty * th;
     const int ys = y0 - k.ry;
 
     cp_async_wait<0>();
     __syncthreads();  // this tile's raw rows are in; the previous tile's output has left raw_next
     const int nxt = next_tile;
     tile_at(nxt, tx, ty);
-    if (nxt < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * kTileRows, raw_next);
+    if (nxt < n_tiles && x_inside(tx * kTilePx)) issue_raw(tx * kTilePx, a.y_begin + ty * th, raw_next);
     cp_async_commit();
 
     // ---- 1. raw u8 -> fp16 tile ----
     if (x_inside(px0)) {
       // Rows outside the image under a constant border hold its value.
-      const bool check_rows = const_rows && (ys < 0 || ys + G::kHIn > height);
+      const bool check_rows = const_rows && (ys < 0 || ys + hin > height);
       if (conv_r < kConvRowsStep) {
 #pragma unroll 4
         for (int i = 0; i < (G::kHIn + kConvRowsStep - 1) / kConvRowsStep; ++i) {
           const int r = conv_r + i * kConvRowsStep;
-          if (r >= G::kHIn) break;
+          if (r >= hin) break;
           const bool constant_row = check_rows && (ys + r < 0 || ys + r >= height);
           if constexpr (!P) {
             // Column j of the tile is element px0*C - 4 + j, raw byte j + 16C - 4.
@@ -339,10 +403,11 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       // border, C channels each (loads batched: no cp.async here).
       constexpr int kPx = kTilePx + 8;
       constexpr int kTasks = G::kHIn * kPx;
+      const int tasks = hin * kPx;
 #pragma unroll 8
       for (int i = 0; i < (kTasks + kThreads - 1) / kThreads; ++i) {
         const int u = tid + i * kThreads;
-        if (u < kTasks) {
+        if (u < tasks) {
           const int r = u / kPx, x = u - r * kPx;
           const int sy = border_index(ys + r, height, a.mode);
           const int sx = sy < 0 ? -1 : detail::border_index_near(px0 - 4 + x, width, a.mode);
@@ -365,10 +430,22 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
 
     // ---- 2. products; the u8 results are staged in `raw` ----
     std::uint8_t* const out_s = raw;
+    // Warp units of 16 rows x 32 columns: a tile has mbs row blocks of 16 and
+    // G::kGroups column groups. Warp w keeps row block mb = w % mbs and takes
+    // every grp_step-th group from w / mbs (grp_step: the warps of its row
+    // block), so that its row offset stays fixed across units, as with
+    // mbs = 4 before tile heights were chosen at run time (a varying one cost
+    // 2-4% at 8K; notes, run 38). Computed here, where they are used, so that
+    // they hold no registers through the rest of the tile.
+    const int mbs = th >> 4;
+    const int mb = warp % mbs;
+    const int grp0 = warp / mbs, grp_step = (kWarps - 1 - mb) / mbs + 1;
+    // (A constant trip count where th is kTileRows: a loop on grp < kGroups
+    // cost the 1-channel 7x7 instance 60 bytes of spills.)
+    const int n_units = RT ? (G::kGroups - grp0 + grp_step - 1) / grp_step : G::kGroups / 2;
 #pragma unroll 1
-    for (int uu = 0; uu < G::kUnits / kWarps; ++uu) {
-      const int u = warp + kWarps * uu;
-      const int grp = u >> 2, mb = u & 3;
+    for (int uu = 0; uu < n_units; ++uu) {
+      const int grp = grp0 + grp_step * uu;
       const __half* const plane = P ? tile + (grp >> 1) * G::kPlane : tile;
       const int col0 = P ? 32 * (grp & 1) : 32 * grp;
       const __half* const base = plane + (16 * mb + (lane & 15)) * S + col0 + 8 * (lane >> 4);
@@ -461,19 +538,19 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       constexpr int kRowBytes = kTilePx * C;
       const int e0 = px0 * C;
       const int wc = width * C;
-      const bool full = e0 + kRowBytes <= wc && y0 + kTileRows <= a.y_end;
+      const bool full = e0 + kRowBytes <= wc && y0 + th <= a.y_end;
       if (full && p.vec16_dst) {
         if (out_r < kOutRowsStep) {
           std::uint8_t* dst = a.dst.row(y0 + out_r) + e0 + 16 * out_q;
           const std::ptrdiff_t dst_step = static_cast<std::ptrdiff_t>(kOutRowsStep) * a.dst.pitch;
 #pragma unroll
           for (int i = 0; i < (kTileRows + kOutRowsStep - 1) / kOutRowsStep; ++i)
-            if (out_r + i * kOutRowsStep < kTileRows)
+            if (out_r + i * kOutRowsStep < th)
               *reinterpret_cast<uint4*>(dst + i * dst_step) =
                   *reinterpret_cast<const uint4*>(out_s + (out_r + i * kOutRowsStep) * G::kOutStride + 16 * out_q);
         }
       } else {
-        for (int u = tid; u < kTileRows * kRowBytes; u += kThreads) {
+        for (int u = tid; u < th * kRowBytes; u += kThreads) {
           const int r = u / kRowBytes, e = u - r * kRowBytes;
           if (y0 + r < a.y_end && e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
         }
