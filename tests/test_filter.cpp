@@ -896,9 +896,9 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
   }
 }
 
-// The automatic rule sends dense 5x5 to the tensor cores at every size
-// (mma_dense_tuning::auto_min_waves; notes, run 38), and picks the tile
-// height from the waves of 64-row tiles (mma_dense_tuning::tile_rows): 64
+// The automatic rule sends dense 5x5 to the tensor cores at every size with
+// 3 and 4 channels (mma_dense_tuning::auto_min_waves; notes, run 38), and
+// picks the tile height from the waves of 64-row tiles (tile_rows): 64
 // rows from 8 waves, 48 from one, 16 below one. The images are sized from
 // this GPU's SM count for 8.5, 2 and 1/2 waves at an H100's 3 blocks per SM
 // (3 channels), so that GPUs that hold 2 or 4 such blocks per SM fall on the
@@ -923,6 +923,18 @@ TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
       else EXPECT_EQ(path.find("-row tiles"), std::string::npos) << waves2 << " half waves: " << path;
     }
     EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves2 << " half waves: " << path;
+  }
+  // One channel has 64-row tiles only (mma_dense_tuning::has_short_tiles), so
+  // its 5x5 keeps the FP32 tiled kernel below 4 waves (6 and 2 waves here).
+  for (const auto& [waves, want_tc] : {std::pair{6, true}, std::pair{2, false}}) {
+    ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
+    const int tiles_y = (waves * 3 * sms + 39) / 40;
+    const Image src = random_image(40 * 64 - 5, tiles_y * 64 - 9, 1, PixelType::u8, 90 + waves);
+    std::string path;
+    const Image got = run_device(src.cview(), k, b, &path);
+    EXPECT_EQ(path.find("dense tensor cores") != std::string::npos, want_tc && tc) << waves << " waves, C1: " << path;
+    EXPECT_EQ(path.find("-row tiles"), std::string::npos) << path;
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves << " waves, C1: " << path;
   }
 #endif
 }

@@ -44,7 +44,7 @@
 // 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
 // PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
 // Before its first global access (pdl_begin), each block of the streaming
-// kernels prefetches its first rows into L2 while the kernel before it on the
+// kernels and of the dense tensor-core kernel prefetches its first rows into L2 while the kernel before it on the
 // stream drains (prefetch_rows_l2; PIXELKIT_CUDA_FILTER_PREFETCH=off: never).
 #include <algorithm>
 #include <cstdint>
@@ -149,8 +149,8 @@ bool edge_columns_from_smem() {
   return v == nullptr || std::strcmp(v, "bytes") != 0;
 }
 
-/// PIXELKIT_CUDA_FILTER_PREFETCH=off: the streaming kernels do not prefetch
-/// their first rows into L2 before pdl_begin (prefetch_rows_l2; the benchmark
+/// PIXELKIT_CUDA_FILTER_PREFETCH=off: the streaming kernels and the dense
+/// tensor-core kernel do not prefetch their first rows into L2 before pdl_begin (prefetch_rows_l2; the benchmark
 /// compares both); unset or anything else: they do.
 bool prefetch_enabled() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PREFETCH");
@@ -308,6 +308,7 @@ class CudaFilterImpl final : public CudaFilter {
     const bool mma_dense_fits = policy != MmaPolicy::off &&
                                 make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, &mma_dense_);
     mma_dense_min_waves_ = -1;
+    mma_dense_auto5_ = false;
     if (mma_dense_fits) {
       const bool dense_path = !separable_ || (kw_ == 5 && kh_ == 5);  // what the FP32 kernels would run
       switch (policy) {
@@ -315,9 +316,11 @@ class CudaFilterImpl final : public CudaFilter {
         case MmaPolicy::on: mma_dense_min_waves_ = kernel.separable ? -1 : 0; break;
         default:
           if (dense_path)
-            mma_dense_min_waves_ = kw_ == kh_ && kw_ <= 5 ? mma_dense_tuning::auto_min_waves(kw_) : 0;
+            mma_dense_min_waves_ = kw_ == kh_ && kw_ <= 5 ? mma_dense_tuning::auto_min_waves(kw_, false) : 0;
           else if (kw_ == 7 && kh_ == 7)
             mma_dense_min_waves_ = 1;
+          // 5x5's rule depends on the channels (short tiles or not): at launch.
+          mma_dense_auto5_ = dense_path && kw_ == 5 && kh_ == 5;
           break;
       }
     }
@@ -497,7 +500,8 @@ class CudaFilterImpl final : public CudaFilter {
         const MmaKernelInfo ki64 = mma_dense_kernel(C, mma_dense_, false);
         const long long resident = resident_blocks(ki64, mma_dense_tuning::kThreads);
         const long long tiles = tile_count(src.width, rows, mma_dense_tuning::kTilePx, mma_dense_tuning::kTileRows);
-        if (tiles >= resident * mma_dense_min_waves_) {
+        const int min_waves = mma_dense_auto5_ ? mma_dense_tuning::auto_min_waves(5, rt) : mma_dense_min_waves_;
+        if (tiles >= resident * min_waves) {
           MmaDenseParams p{};
           p.a = args<T>(src, dst, y_begin, y_end, 4);
           p.k = mma_dense_;
@@ -710,6 +714,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word
+  bool mma_dense_auto5_ = false;  ///< the automatic rule for 5x5: mma_dense_tuning::auto_min_waves(5, short tiles)
   int mma_dense_min_waves_ = -1;  ///< take the dense tensor-core kernel from this many waves of tiles; -1: never
   MmaDenseCoeffs mma_dense_{};
 

@@ -89,14 +89,20 @@ constexpr bool lo_b_in_smem(int kh) { return kh == 9; }
 constexpr int kDynamicMinRounds = 4;
 /// The automatic rule for square u8 kernels that the FP32 kernels also run
 /// well (filter_cuda.cu): this kernel from this many waves of 64-row tiles
-/// (tiles over resident blocks), the FP32 tiled kernel below. 5x5: at every
-/// size since tiles of fewer rows shortened small grids' tails (tile_rows;
-/// notes, run 38; H100, RGB u8, dense 5x5, ms, FP32 tiled / tensor cores:
-/// 640x480 0.0074 / 0.0061, 720p 0.0117 / 0.0099, 1080p 0.0179 / 0.0162,
-/// 1440p 0.0263 / 0.0231; before, with 64-row tiles only, it lost below 4
-/// waves, run 30). 3x3 (which the row-streaming kernel takes wherever it
-/// fits) keeps run 9's 12 waves.
-constexpr int auto_min_waves(int side) { return side == 5 ? 0 : 12; }
+/// (tiles over resident blocks), the FP32 tiled kernel below. 5x5 with
+/// short tiles (has_short_tiles: 3 and 4 channels): at every size, since
+/// tiles of fewer rows shortened small grids' tails (tile_rows; notes, run
+/// 38; H100, dense 5x5, ms, FP32 tiled / tensor cores, RGB: 640x480 0.0074 /
+/// 0.0061, 720p 0.0117 / 0.0099, 1080p 0.0179 / 0.0162, 1440p 0.0263 /
+/// 0.0231; 4 channels: 640x480 0.0091 / 0.0062, 720p 0.0135 / 0.0120, 1080p
+/// 0.0215 / 0.0213). 5x5 with 64-row tiles only (1 channel): from 4 waves,
+/// where the tile counter balances the tail away (run 30: RGB 4K 0.0499 ->
+/// 0.0472; run 38, 1 channel with the tensor cores at every size: 640x480
+/// 0.0052 -> 0.0086, 1080p 0.0102 -> 0.0110). 3x3 (which the row-streaming
+/// kernel takes wherever it fits) keeps run 9's 12 waves.
+constexpr int auto_min_waves(int side, bool short_tiles) {
+  return side == 5 ? (short_tiles ? 0 : kDynamicMinRounds) : 12;
+}
 /// Output rows per tile for a launch of `tiles64` tiles of 64 rows on
 /// `resident` blocks, kernel height `kh`. A grid of few tiles a block ends on
 /// a long tail, and below a wave leaves slots empty; shorter tiles cut both,
