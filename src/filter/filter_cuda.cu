@@ -16,13 +16,13 @@
 //                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never)
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
 //                                                  separable kernel it holds; off, on, dense: never)
-//   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO>: tensor cores,
+//   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO,RT>: tensor cores,
 //       aligned, that would take a dense path     filter_cuda_mma_dense.cuh, sm_80 up
-//       below:                                    (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
-//       sides 5, 7 or 9, or not square; 3x3       u8 dense kernel up to 9x9; =dense: every u8
-//       from 12 waves of 64-row tiles; u8         kernel up to 9x9, separable ones too)
-//       separable 7x7 from one wave               tiles of 64, 48, 32 or 16 rows
-//                                                 (mma_dense_tuning::tile_rows)
+//       below: sides 7 or 9, or not square;       (PIXELKIT_CUDA_FILTER_MMA=off: never; =on: every
+//       5x5 at 3-4 channels; 1-channel 5x5        u8 dense kernel up to 9x9; =dense: every u8
+//       from 4 waves of 64-row tiles, 3x3 from    kernel up to 9x9, separable ones too); tiles
+//       12; u8 separable 7x7 from one wave        of 64, 48, 32 or 16 rows (RT, 3-4 channels,
+//                                                 5-9 rows: mma_dense_tuning::tile_rows)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
 //   u8 separable that the streaming kernel     -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
 //       declined, nx + ny >= 26 with both         filter_cuda_mma.cuh, sm_80 up
@@ -279,8 +279,8 @@ class CudaFilterImpl final : public CudaFilter {
     // i.e. from about 12 waves; gaussian:9 stays on the FP32 separable
     // kernel (0.209 against 0.218 at 8K). Since run 19's tile counter, 5x5
     // wins from 4 waves (4K RGB 0.0499 -> 0.0472 ms; run 30), and since its
-    // tiles of 16 to 48 rows on small grids (run 38) at every size:
-    // mma_dense_tuning::auto_min_waves and tile_rows.
+    // tiles of 16 to 48 rows on small grids (run 38) at every size with 3
+    // and 4 channels: mma_dense_tuning::auto_min_waves and tile_rows.
     // The row-streaming kernel (filter_cuda_stream.cuh) takes u8 3x3
     // kernels, dense and separable (run 10 of the notes, H100, RGB, ms,
     // dense 3x3 / gaussian:3, streaming against before): 720p 0.0082 / 0.0079
