@@ -103,6 +103,15 @@ constexpr int kDynamicMinRounds = 4;
 constexpr int auto_min_waves(int side, bool short_tiles) {
   return side == 5 ? (short_tiles ? 0 : kDynamicMinRounds) : 12;
 }
+/// The instances that take tile heights at run time (RT; their shorter tiles
+/// are what tile_rows picks below 8 waves): 3 and 4 channels, planar, 5 to 9
+/// rows. Elsewhere tiles have kTileRows rows: 1 channel has too few warp
+/// units for short tiles (2 column groups: a 16-row tile would leave 6 of 8
+/// warps idle), 3x3 and 1-row kernels take other paths. Kept to these
+/// because the run-time height costs the 64-row tiles 2-4% at 8K (3
+/// channels) and 13-24% (1 channel: spills at 80 registers) where it is
+/// compiled in (notes, run 38).
+constexpr bool has_short_tiles(int c, int kh, bool planar) { return c >= 3 && kh >= 5 && planar; }
 /// Output rows per tile for a launch of `tiles64` tiles of 64 rows on
 /// `resident` blocks, kernel height `kh`. A grid of few tiles a block ends on
 /// a long tail, and below a wave leaves slots empty; shorter tiles cut both,
@@ -116,15 +125,6 @@ constexpr int auto_min_waves(int side, bool short_tiles) {
 /// 0.0231 0.0284 / 0.0281 0.0252 0.0269 0.0330 / 0.0320 0.0280 0.0303
 /// 0.0365; 4K (5.2) 64 / 48: 0.0456 / 0.0429, 0.0524 / 0.0506, 0.0575 /
 /// 0.0554; 8K (20.6) 0.1493 / 0.1516, 0.1745 / 0.1763, 0.1915 / 0.1931.
-/// The instances that take tile heights at run time (RT; their shorter tiles
-/// are what tile_rows picks below 8 waves): 3 and 4 channels, planar, 5 to 9
-/// rows. Elsewhere tiles have kTileRows rows: 1 channel has too few warp
-/// units for short tiles (2 column groups: a 16-row tile would leave 6 of 8
-/// warps idle), 3x3 and 1-row kernels take other paths. Kept to these
-/// because the run-time height costs the 64-row tiles 2-4% at 8K (3
-/// channels) and 13-24% (1 channel: spills at 80 registers) where it is
-/// compiled in (notes, run 38).
-constexpr bool has_short_tiles(int c, int kh, bool planar) { return c >= 3 && kh >= 5 && planar; }
 constexpr int tile_rows(long long tiles64, long long resident, int kh) {
   return tiles64 >= 8 * resident ? 64 : tiles64 >= resident ? 48 : kh <= 7 ? 16 : 32;
 }
