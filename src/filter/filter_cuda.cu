@@ -44,8 +44,9 @@
 // 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
 // PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
 // Before its first global access (pdl_begin), each block of the streaming
-// kernels and of the dense tensor-core kernel prefetches its first rows into L2 while the kernel before it on the
-// stream drains (prefetch_rows_l2; PIXELKIT_CUDA_FILTER_PREFETCH=off: never).
+// kernels and of the dense tensor-core kernel prefetches its first rows into
+// L2 while the kernel before it on the stream drains (prefetch_rows_l2;
+// PIXELKIT_CUDA_FILTER_PREFETCH=off: never).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -150,8 +151,9 @@ bool edge_columns_from_smem() {
 }
 
 /// PIXELKIT_CUDA_FILTER_PREFETCH=off: the streaming kernels and the dense
-/// tensor-core kernel do not prefetch their first rows into L2 before pdl_begin (prefetch_rows_l2; the benchmark
-/// compares both); unset or anything else: they do.
+/// tensor-core kernel do not prefetch their first rows into L2 before
+/// pdl_begin (prefetch_rows_l2; the benchmark compares both); unset or
+/// anything else: they do.
 bool prefetch_enabled() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PREFETCH");
   return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
