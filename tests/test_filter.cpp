@@ -939,6 +939,32 @@ TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
 #endif
 }
 
+// Below one wave of 64-row tiles, 9x9 takes 32-row tiles where they fit one
+// wave and 48-row tiles where they would not (mma_dense_tuning::tile_rows;
+// notes, run 39). Sized from this GPU's SM count at an H100's 3 blocks per SM
+// (40 tiles across): 32-row tiles fill about half a wave in the first case;
+// in the second, 64-row tiles about 0.9 of one and 32-row tiles twice that.
+TEST(FilterCuda, TensorCoreDenseNineByNineTakesTallerTilesWhereShortOnesWouldNotFitAWave) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  const bool tc = device_has_tensor_core_path();
+  const int sms = sm_count();
+  const Kernel k = random_kernel(9, 9, 8800);
+  const Border b{BorderMode::replicate, 0};
+  const int half_wave32 = std::max(1, 3 * sms / 2 / 40);  // 32-row tile rows for about half a wave
+  const int wave64 = std::max(1, (3 * sms - 1) / 40);     // 64-row tile rows for just under a wave
+  for (const auto& [height, rows] : {std::pair{half_wave32 * 32 - 5, " in 32-row tiles"},
+                                     std::pair{wave64 * 64 - 9, " in 48-row tiles"}}) {
+    ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
+    const Image src = random_image(40 * 64 - 5, height, 3, PixelType::u8, 8801 + height);
+    std::string path;
+    const Image got = run_device(src.cview(), k, b, &path);
+    if (tc) EXPECT_NE(path.find(std::string("dense tensor cores 9x9") + rows), std::string::npos) << height << ": " << path;
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << height << " rows: " << path;
+  }
+#endif
+}
+
 // The dense tensor-core kernel's tiles of 16, 32 and 48 rows (what shared
 // memory holds for 64; PIXELKIT_CUDA_FILTER_DENSE_ROWS, else
 // mma_dense_tuning::tile_rows), in the instances that have them (3 and 4

@@ -106,22 +106,22 @@ MmaPolicy mma_policy() {
   return MmaPolicy::automatic;
 }
 
+/// Whether the switch `name` is on: unset, or anything but "off" or "0".
+bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
+}
+
 /// PIXELKIT_CUDA_FILTER_INT=off: the streaming tensor-core kernel never takes
 /// its integer instances (notes, run 20; the benchmark and tests compare them
 /// with the fp16 ones); unset or anything else: it takes them where the
 /// factors allow (make_mma_stream_integer).
-bool int_enabled() {
-  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_INT");
-  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
-}
+bool int_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_INT"); }
 
 /// PIXELKIT_CUDA_FILTER_STREAM=off: never take the row-streaming kernel (the
 /// benchmark compares the paths with it); unset or anything else: the u8 3x3
 /// kernels take it.
-bool stream_enabled() {
-  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_STREAM");
-  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
-}
+bool stream_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_STREAM"); }
 
 /// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
 /// kernels walk large images in bands of short segments, notes run 15),
@@ -154,10 +154,7 @@ bool edge_columns_from_smem() {
 /// tensor-core kernel do not prefetch their first rows into L2 before
 /// pdl_begin (prefetch_rows_l2; the benchmark compares both); unset or
 /// anything else: they do.
-bool prefetch_enabled() {
-  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PREFETCH");
-  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
-}
+bool prefetch_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PREFETCH"); }
 
 /// PIXELKIT_CUDA_FILTER_DENSE_ROWS=16|32|48|64: the dense tensor-core kernel's
 /// output rows per tile (the benchmark compares them); unset or anything else:
@@ -171,10 +168,7 @@ int dense_rows_policy() {
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
 /// programmatic dependent launch (the benchmark compares both); unset or
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
-bool pdl_enabled() {
-  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_PDL");
-  return v == nullptr || (std::strcmp(v, "off") != 0 && std::strcmp(v, "0") != 0);
-}
+bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
 
 // ---- kernel tables -------------------------------------------------------------
 
@@ -512,7 +506,9 @@ class CudaFilterImpl final : public CudaFilter {
           p.tile_counter = tile_counter(stream, &own_counter);
           const int th = !rt                ? mma_dense_tuning::kTileRows
                          : dense_rows_ > 0 ? dense_rows_
-                                           : mma_dense_tuning::tile_rows(tiles, resident, kh_);
+                                           : mma_dense_tuning::tile_rows(
+                                                 tiles, tile_count(src.width, rows, mma_dense_tuning::kTilePx, 32),
+                                                 resident, kh_);
           const MmaKernelInfo ki = th == mma_dense_tuning::kTileRows ? ki64 : mma_dense_kernel(C, mma_dense_, true);
           const long long n = tile_count(src.width, rows, mma_dense_tuning::kTilePx, th);
           // (resident_blocks also sets the RT instance's shared-memory limit.)

@@ -17,10 +17,9 @@
 //   used when rx * C <= 4 (3x3 on 1..4 channels, any kernel on 1 channel);
 // - planar (Q = 1): one fp16 plane per channel; used otherwise (rx <= 4).
 // A warp computes 16 rows x 32 columns (4 n-tiles); a kernel row costs 4
-// ldmatrix.x4 and 4 (8 with lo) m16n8k16 mma per 512 outputs, or, for tall
-// kernels, where shared-memory bandwidth binds, fewer loads: 3 x4 (one
-// n-tile multiplied from its neighbours' halves), or 2.5 x4 with 8 (16)
-// m16n8k8 mma (mma_dense_tuning::load_scheme).
+// ldmatrix.x4 and 4 (8 with lo) m16n8k16 mma per 512 outputs, or, from 5
+// rows up, where shared-memory bandwidth binds, 3 x4 (one n-tile multiplied
+// from its neighbours' halves; mma_dense_tuning::load_scheme).
 //
 // Accuracy: u8 values are exact in fp16; each coefficient is split into fp16
 // hi + lo (22 significant bits, less where lo is subnormal: the host checks
@@ -41,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -60,14 +60,14 @@ constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 colum
 /// How a kernel row's A operands are loaded (per warp unit of 4 n-tiles):
 /// 0: one ldmatrix.x4 per n-tile (4 x4, no register copies);
 /// 1: x4 for n-tiles 0, 2 and 3; n-tile 1 takes the halves of 0 and 2 in
-///    two m16n8k8 products (25% less shared-memory traffic, 5 mma for 4);
-/// 2: each 8x8 block once (x4, x4, x2) with m16n8k8 products (37.5% less
-///    traffic, twice the mma instructions).
-/// Measured (H100, 8K RGB, ms): scheme 0 -> 2 at KH = 7: dense 7x7 0.199 ->
-/// 0.192, gaussian:7 0.182 -> 0.159; at KH = 9: scheme 0 -> 2 dense 9x9
-/// 0.222 -> 0.234, scheme 0 -> 1 0.222 -> 0.208-0.215. Tall kernels are
-/// bound by shared-memory bandwidth (ldmatrix), short ones by latency.
-constexpr int load_scheme(int kh) { return kh == 7 ? 2 : kh == 9 ? 1 : 0; }
+///    two m16n8k8 products (25% less shared-memory traffic, 5 mma for 4).
+/// Measured (H100, 8K RGB, ms): at KH = 9 scheme 0 -> 1 0.222 -> 0.208-0.215
+/// (session 4); at KH = 5 0.1475 -> 0.1302 and at KH = 7, against the
+/// scheme it had (each 8x8 block loaded once, x4 x4 x2, with twice the mma
+/// instructions; removed), 0.1682 -> 0.1570 (notes, run 39: ncu put dense
+/// 5x5 at 73% of L1/shared-memory throughput and 26% of the tensor pipe). 3x3
+/// and 1-row kernels keep scheme 0 (not measured with 1).
+constexpr int load_scheme(int kh) { return kh >= 5 ? 1 : 0; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
 constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
@@ -112,21 +112,29 @@ constexpr int auto_min_waves(int side, bool short_tiles) {
 /// channels) and 13-24% (1 channel: spills at 80 registers) where it is
 /// compiled in (notes, run 38).
 constexpr bool has_short_tiles(int c, int kh, bool planar) { return c >= 3 && kh >= 5 && planar; }
-/// Output rows per tile for a launch of `tiles64` tiles of 64 rows on
-/// `resident` blocks, kernel height `kh`. A grid of few tiles a block ends on
-/// a long tail, and below a wave leaves slots empty; shorter tiles cut both,
-/// at the cost of more input rows per output row (kh - 1 a tile). Measured on
-/// an H100, RGB u8, ms, dense 5x5 / 7x7 / 9x9 by tile rows 64, 48, 32, 16
-/// (notes, run 38): 640x480 (0.2 waves of 64) 0.0124 0.0098 0.0083 0.0061 /
-/// 0.0128 0.0104 0.0086 0.0076 / 0.0137 0.0110 0.0094 0.0102; 720p (0.6)
-/// 0.0140 0.0119 0.0111 0.0099 / 0.0156 0.0132 0.0122 0.0124 / 0.0162 0.0138
-/// 0.0140 0.0147; 1080p (1.3) 0.0195 0.0162 0.0161 0.0187 / 0.0210 0.0189
-/// 0.0188 0.0218 / 0.0237 0.0204 0.0209 0.0245; 1440p (2.3) 0.0260 0.0231
-/// 0.0231 0.0284 / 0.0281 0.0252 0.0269 0.0330 / 0.0320 0.0280 0.0303
-/// 0.0365; 4K (5.2) 64 / 48: 0.0456 / 0.0429, 0.0524 / 0.0506, 0.0575 /
-/// 0.0554; 8K (20.6) 0.1493 / 0.1516, 0.1745 / 0.1763, 0.1915 / 0.1931.
-constexpr int tile_rows(long long tiles64, long long resident, int kh) {
-  return tiles64 >= 8 * resident ? 64 : tiles64 >= resident ? 48 : kh <= 7 ? 16 : 32;
+/// Output rows per tile for a launch of `tiles64` tiles of 64 rows (or
+/// `tiles32` of 32) on `resident` blocks, kernel height `kh`. A grid of few
+/// tiles a block ends on a long tail, and below a wave leaves slots empty;
+/// shorter tiles cut both, at the cost of more input rows per output row
+/// (kh - 1 a tile). Below a wave, 9-row kernels take 32 rows only where those
+/// tiles still fit one wave (a second round of 32-row tiles costs more than
+/// the longer tiles save; 5 and 7 rows lose less to it). Measured on an
+/// H100, RGB u8, ms, dense 5x5 / 7x7 / 9x9 by tile rows 64, 48, 32, 16
+/// (720p to 4K: run 39, with its quarter units; 640x480 and 8K: run 38):
+/// 640x480 (0.2 waves of 64) 0.0124 0.0098 0.0083 0.0061 / 0.0128 0.0104
+/// 0.0086 0.0076 / 0.0137 0.0110 0.0094 0.0102; 720p (0.6; 1.2 waves of 32)
+/// 0.0137 0.0116 0.0109 0.0102 / 0.0149 0.0127 0.0123 0.0125 / 0.0162 0.0133
+/// 0.0146 0.0160; 1080p (1.3) 0.0190 0.0161 0.0164 0.0198 / 0.0207 0.0194
+/// 0.0192 0.0227 / 0.0231 0.0210 0.0219 0.0279; 1440p (2.3) 0.0252 0.0225
+/// 0.0236 0.0301 / 0.0276 0.0255 0.0273 0.0345 / 0.0305 0.0282 0.0325 0.0432;
+/// 4K (5.2) 0.0445 0.0427 0.0480 / 0.0499 0.0499 0.0561 / 0.0568 0.0560
+/// 0.0641; 8K (20.6, run 38) 64 / 48: 0.1493 / 0.1516, 0.1745 / 0.1763,
+/// 0.1915 / 0.1931.
+constexpr int tile_rows(long long tiles64, long long tiles32, long long resident, int kh) {
+  if (tiles64 >= 8 * resident) return 64;
+  if (tiles64 >= resident) return 48;
+  if (kh <= 7) return 16;
+  return tiles32 <= resident ? 32 : 48;
 }
 }  // namespace mma_dense_tuning
 
@@ -436,97 +444,82 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
 
     // ---- 2. products; the u8 results are staged in `raw` ----
     std::uint8_t* const out_s = raw;
-    // Warp units of 16 rows x 32 columns: a tile has mbs row blocks of 16 and
-    // G::kGroups column groups. Warp w keeps row block mb = w % mbs and takes
-    // every grp_step-th group from w / mbs (grp_step: the warps of its row
-    // block), so that its row offset stays fixed across units, as with
-    // mbs = 4 before tile heights were chosen at run time (a varying one cost
-    // 2-4% at 8K; notes, run 38). Computed here, where they are used, so that
-    // they hold no registers through the rest of the tile.
-    const int mbs = th >> 4;
-    const int mb = warp % mbs;
-    const int grp0 = warp / mbs, grp_step = (kWarps - 1 - mb) / mbs + 1;
-    // (A constant trip count where th is kTileRows: a loop on grp < kGroups
-    // cost the 1-channel 7x7 instance 60 bytes of spills.)
-    const int n_units = RT ? (G::kGroups - grp0 + grp_step - 1) / grp_step : G::kGroups / 2;
-#pragma unroll 1
-    for (int uu = 0; uu < n_units; ++uu) {
-      const int grp = grp0 + grp_step * uu;
+    // One warp's products for row block mb, column group grp: NT = 4 n-tiles
+    // (a whole unit of 16 rows x 32 columns, with the load scheme's sharing
+    // between n-tiles), or NT = 1, n-tile j0 alone (one ldmatrix.x4 per
+    // kernel row, as scheme 0), for the quarters of the remainder below.
+    auto unit = [&](auto nt, int mb, int grp, int j0) {
+      constexpr int NT = decltype(nt)::value;
       const __half* const plane = P ? tile + (grp >> 1) * G::kPlane : tile;
       const int col0 = P ? 32 * (grp & 1) : 32 * grp;
       const __half* const base = plane + (16 * mb + (lane & 15)) * S + col0 + 8 * (lane >> 4);
-      const __half* const base2 = plane + (16 * mb + (lane & 15)) * S + col0 + 32;  // x2: lanes 0-15
-      float acc[4][4];
+      float acc[NT][4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+      if constexpr (NT == 1) {
 #pragma unroll
-      for (int ky = 0; ky < KH; ++ky) {
-        if constexpr (kLoads == 2) {
-          // The 4 n-tiles read column blocks 0..4 (8 columns each): load
-          // each once (x4, x4, x2) and multiply block by block with k = 8
-          // (n-tile j: block j times the top of B, block j + 1 times its
-          // bottom), so no register quad has to be assembled by copies.
-          unsigned m0[5], m1[5];
-          ldsm_x4(m0[0], m1[0], m0[1], m1[1], base + ky * S);
-          ldsm_x4(m0[2], m1[2], m0[3], m1[3], base + ky * S + 16);
-          ldsm_x2(m0[4], m1[4], base2 + ky * S);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            mma_1688(acc[j], m0[j], m1[j], bh[ky][0]);
-            mma_1688(acc[j], m0[j + 1], m1[j + 1], bh[ky][1]);
-            if constexpr (LO) {
-              mma_1688(acc[j], m0[j], m1[j], bl[ky][0]);
-              mma_1688(acc[j], m0[j + 1], m1[j + 1], bl[ky][1]);
-            }
-          }
-        } else if constexpr (kLoads == 1) {
-          // n-tiles 0, 2, 3 by their own x4 (each lands in the register quad
-          // the mma reads); n-tile 1 is the right half of 0 and the left
-          // half of 2: two m16n8k8 products on those register pairs (an
-          // m16n8k16 operand would have to be copied into a new quad).
-          unsigned a0[4], a2[4], a3[4];
-          ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
-          ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
-          ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
-          // This row's lo B fragments: registers, or shared memory (kLoSmem).
-          unsigned l0 = bl[ky][0], l1 = bl[ky][1];
-          if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
-          mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
-          mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
-          mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
-          mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
-          mma_16816(acc[3], a3, bh[ky][0], bh[ky][1]);
+        for (int ky = 0; ky < KH; ++ky) {
+          unsigned af[4];
+          ldsm_x4(af[0], af[1], af[2], af[3], base + ky * S + 8 * j0);
+          mma_16816(acc[0], af, bh[ky][0], bh[ky][1]);
           if constexpr (LO) {
-            mma_16816(acc[0], a0, l0, l1);
-            mma_1688(acc[1], a0[2], a0[3], l0);
-            mma_1688(acc[1], a2[0], a2[1], l1);
-            mma_16816(acc[2], a2, l0, l1);
-            mma_16816(acc[3], a3, l0, l1);
+            unsigned l0 = bl[ky][0], l1 = bl[ky][1];
+            if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
+            mma_16816(acc[0], af, l0, l1);
           }
-        } else {
-          // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
-          // from column 8j) lands in the register quad the mma reads, with
-          // no copies (sharing 8x8 blocks between n-tiles would need them).
+        }
+      } else {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            unsigned af[4];
-            ldsm_x4(af[0], af[1], af[2], af[3], base + ky * S + 8 * j);
-            mma_16816(acc[j], af, bh[ky][0], bh[ky][1]);
-            if constexpr (LO) mma_16816(acc[j], af, bl[ky][0], bl[ky][1]);
+        for (int ky = 0; ky < KH; ++ky) {
+          if constexpr (kLoads == 1) {
+            // n-tiles 0, 2, 3 by their own x4 (each lands in the register quad
+            // the mma reads); n-tile 1 is the right half of 0 and the left
+            // half of 2: two m16n8k8 products on those register pairs (an
+            // m16n8k16 operand would have to be copied into a new quad).
+            unsigned a0[4], a2[4], a3[4];
+            ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
+            ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
+            ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
+            // This row's lo B fragments: registers, or shared memory (kLoSmem).
+            unsigned l0 = bl[ky][0], l1 = bl[ky][1];
+            if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
+            mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
+            mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
+            mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
+            mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
+            mma_16816(acc[3], a3, bh[ky][0], bh[ky][1]);
+            if constexpr (LO) {
+              mma_16816(acc[0], a0, l0, l1);
+              mma_1688(acc[1], a0[2], a0[3], l0);
+              mma_1688(acc[1], a2[0], a2[1], l1);
+              mma_16816(acc[2], a2, l0, l1);
+              mma_16816(acc[3], a3, l0, l1);
+            }
+          } else {
+            // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
+            // from column 8j) lands in the register quad the mma reads, with
+            // no copies (sharing 8x8 blocks between n-tiles would need them).
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              unsigned af[4];
+              ldsm_x4(af[0], af[1], af[2], af[3], base + ky * S + 8 * j);
+              mma_16816(acc[j], af, bh[ky][0], bh[ky][1]);
+              if constexpr (LO) mma_16816(acc[j], af, bl[ky][0], bl[ky][1]);
+            }
           }
         }
       }
-      // acc[j][0..1]: row g, columns 2t, 2t+1 of n-tile j; [2..3]: row g + 8.
+      // acc[j][0..1]: row g, columns 2t, 2t+1 of n-tile j0 + j; [2..3]: row g + 8.
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = 16 * mb + g + 8 * h;
           const unsigned v0 = float_to_u8(acc[j][2 * h]);
           const unsigned v1 = float_to_u8(acc[j][2 * h + 1]);
-          const int col = col0 + 8 * j + 2 * t;
+          const int col = col0 + 8 * (j0 + j) + 2 * t;
           if constexpr (!P) {
             *reinterpret_cast<unsigned short*>(out_s + row * G::kOutStride + col) =
                 static_cast<unsigned short>(__byte_perm(v0, v1, 0x0040u));
@@ -536,6 +529,46 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
             o[C] = static_cast<std::uint8_t>(v1);
           }
         }
+    };
+    using Whole = std::integral_constant<int, 4>;
+    // Warp units of 16 rows x 32 columns: a tile has mbs row blocks of 16 and
+    // G::kGroups column groups.
+    const int mbs = th >> 4;
+    if constexpr (RT && G::kGroups % kWarps != 0) {
+      // Short tiles of 3 channels: mbs * 6 units do not share out evenly over
+      // 8 warps (48 rows: 18 units, so two warps took 3 and the schedulers
+      // serving them 5 where the others had 4; 16 rows: 6 units, 2 warps
+      // idle). Whole units go round by round (unit u: row block u % mbs,
+      // group u / mbs), and the units of the last, partial round are cut
+      // into n-tiles, one a warp in turn, so that every warp ends within a
+      // quarter unit of the others.
+      const int units = mbs * G::kGroups;
+      const int rounds = units / kWarps;
+#pragma unroll 1
+      for (int i = 0; i < rounds; ++i) {
+        const int u = warp + kWarps * i;
+        unit(Whole{}, u % mbs, u / mbs, 0);
+      }
+      const int quarters = 4 * (units - kWarps * rounds);
+#pragma unroll 1
+      for (int q = warp; q < quarters; q += kWarps) {
+        const int u = kWarps * rounds + (q >> 2);
+        unit(std::integral_constant<int, 1>{}, u % mbs, u / mbs, q & 3);
+      }
+    } else {
+      // Warp w keeps row block mb = w % mbs and takes every grp_step-th group
+      // from w / mbs (grp_step: the warps of its row block), so that its row
+      // offset stays fixed across units, as with mbs = 4 before tile heights
+      // were chosen at run time (a varying one cost 2-4% at 8K; notes, run
+      // 38). Computed here, where they are used, so that they hold no
+      // registers through the rest of the tile.
+      const int mb = warp % mbs;
+      const int grp0 = warp / mbs, grp_step = (kWarps - 1 - mb) / mbs + 1;
+      // (A constant trip count where th is kTileRows: a loop on grp < kGroups
+      // cost the 1-channel 7x7 instance 60 bytes of spills.)
+      const int n_units = RT ? (G::kGroups - grp0 + grp_step - 1) / grp_step : G::kGroups / 2;
+#pragma unroll 1
+      for (int uu = 0; uu < n_units; ++uu) unit(Whole{}, mb, grp0 + grp_step * uu, 0);
     }
     __syncthreads();
 
