@@ -483,7 +483,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
             ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
             ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
             // This row's lo B fragments: registers, or shared memory (kLoSmem).
-            unsigned l0 = bl[ky][0], l1 = bl[ky][1];
+            [[maybe_unused]] unsigned l0 = bl[ky][0], l1 = bl[ky][1];  // (unused without LO)
             if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
             mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
             mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
