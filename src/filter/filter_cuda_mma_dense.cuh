@@ -29,7 +29,8 @@
 // the LO = false instance, without the lo products.
 //
 // Pipeline. A persistent grid; each block walks tiles of 64 pixels x 64 rows
-// (the edge columns' tiles first, then row-major).
+// (16 to 48 rows on small grids: mma_dense_tuning::tile_rows; the edge
+// columns' tiles first, then row-major).
 // The raw u8 rows of the next tile (16 pixels of margin each side, so every
 // 16-byte copy is aligned) travel by cp.async into one of two raw buffers
 // while the current tile is converted to fp16, multiplied and stored; the
