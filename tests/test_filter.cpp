@@ -971,7 +971,10 @@ TEST(FilterCuda, TensorCoreDenseNineByNineTakesTallerTilesWhereShortOnesWouldNot
 // channels, planar, 5 to 9 rows: mma_dense_tuning::has_short_tiles): the
 // input rows a tile loads, converts and maps through the border, the warps'
 // units and the output rows all follow the tile's height. Odd sizes whose
-// last tile is partial, every border; one image walks several tiles a block.
+// last tile is partial (its tiles then take only the 16-row blocks that hold
+// rows of the image: 97x70 and 2600x600 in 48-row tiles end on 32-row ones,
+// 161x129 in 32-row tiles on a 16-row one), every border; one image walks
+// several tiles a block.
 // 1 channel and 3x3 keep 64-row tiles.
 TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
@@ -1493,6 +1496,45 @@ TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) 
   const Image src = random_image((units - 4 + 2) * 64 - 3, 50 * 16 - 7, 3, PixelType::u8, 8200);
   expect_band_rule(src, Kernel::gaussian(9), Border{BorderMode::reflect101, 0}, "9x9 integer factors", true);
   expect_band_rule(src, Kernel::gaussian(13), Border{BorderMode::reflect101, 0}, "13x13", true);
+#endif
+}
+
+// The one-wave layout cuts every strip at the same rows, so its items seldom
+// fill the resident blocks' slots; where a tail band ends sooner
+// (mma_stream_tuning::tail_plan; notes, run 40) the blocks left over walk the
+// items of a last, short band in turn while the others take one tall item
+// each. An image about 8K RGB's width (120 strips on an H100's 132 SMs at 3
+// blocks each: 122 items a band, 3 bands for 396 slots) and 1597 rows takes
+// it; the same bytes come out as in the plain wave
+// (PIXELKIT_CUDA_FILTER_TAIL=off), and agree with cpu: the integer instance
+// (gaussian:9) and the hi + lo one with its steady-state step (gaussian:13),
+// the edge strips' columns from shared memory (reflect101, in halves) and as
+// bytes (constant, in quarters).
+TEST(FilterCuda, TensorCoreStreamingOneWaveTakesATailBandWhereItsItemsLeaveSlotsEmpty) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
+  ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
+  const int strips = 10 * sm_count() / 11;
+  const Image src = random_image(strips * 64 - 5, 1597, 3, PixelType::u8, 8300);
+  for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+    for (const Kernel& k : {Kernel::gaussian(9), Kernel::gaussian(13)}) {
+      std::string path, plain_path;
+      const Image got = run_device(src.cview(), k, b, &path);
+      Image plain;
+      {
+        ScopedEnv tail_env("PIXELKIT_CUDA_FILTER_TAIL", "off");
+        plain = run_device(src.cview(), k, b, &plain_path);
+      }
+      const std::string what = label(src.cview(), k, b) + ": " + path;
+      EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << what;
+      EXPECT_EQ(path.find(" in bands"), std::string::npos) << what;
+      if (b.mode == BorderMode::reflect101) EXPECT_NE(path.find(" with a tail band"), std::string::npos) << what;
+      EXPECT_EQ(plain_path.find(" with a tail band"), std::string::npos) << plain_path;
+      EXPECT_EQ(count_differing(got.cview(), plain.cview()), 0) << what;
+      EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+    }
+  }
 #endif
 }
 

@@ -43,6 +43,11 @@
 // mma_stream_tuning::walk_bands: 4K and 5K RGB for vertical sides 19..31,
 // 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
 // PIXELKIT_CUDA_FILTER_BANDS=off: never, on or N: always, see band_rows_policy).
+// The tensor-core one's one-wave layout, where its items would leave slots
+// empty, cuts a short tail band for the blocks left over to walk
+// (mma_stream_tuning::tail_plan: 8K RGB, and 4K for vertical sides up to 17;
+// the path then ends in "with a tail band"; PIXELKIT_CUDA_FILTER_TAIL=off:
+// never).
 // Before its first global access (pdl_begin), each block of the streaming
 // kernels and of the dense tensor-core kernel prefetches its first rows into
 // L2 while the kernel before it on the stream drains (prefetch_rows_l2;
@@ -170,6 +175,11 @@ int dense_rows_policy() {
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
 bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
 
+/// PIXELKIT_CUDA_FILTER_TAIL=off: the streaming tensor-core kernel's one-wave
+/// layout never takes a tail band (the benchmark compares both); unset or
+/// anything else: where mma_stream_tuning::tail_plan finds one.
+bool tail_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_TAIL"); }
+
 // ---- kernel tables -------------------------------------------------------------
 
 template <typename T>
@@ -290,6 +300,7 @@ class CudaFilterImpl final : public CudaFilter {
     stream_p_ = StreamParams{};
     band_rows_ = band_rows_policy();
     pdl_ = pdl_enabled();
+    tail_ = tail_enabled();
     fix_edges_ = edge_columns_from_smem();
     prefetch_ = prefetch_enabled();
     dense_rows_ = dense_rows_policy();
@@ -478,13 +489,31 @@ class CudaFilterImpl final : public CudaFilter {
                                                                   : mma_stream_tuning::kBandSegRows;
         const int factor = bands ? mma_stream_tuning::kEdgeSegFactor : wave_factor;
         lay_out(bands ? band : 0, factor);
+        // One wave whose items leave slots empty: a tail band for the blocks
+        // left over, where the cost model says it ends sooner
+        // (mma_stream_tuning::tail_plan; PIXELKIT_CUDA_FILTER_TAIL=off: never).
+        const mma_stream_tuning::TailPlan tail =
+            bands || !tail_ ? mma_stream_tuning::TailPlan{}
+                            : mma_stream_tuning::tail_plan(steps, n_int, n_edge, factor, resident,
+                                                           mma_stream_tuning::restart_steps(mma_ksteps(mma_stream_.ny, 0)),
+                                                           p.seg_rows / 16, p.segs);
+        if (tail.segs > 0) {
+          p.segs = tail.segs;
+          p.seg_rows = 16 * tail.seg_steps;
+          p.edge_seg_rows = 16 * ((tail.seg_steps + factor - 1) / factor);
+          p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+          p.tail_y0 = p.a.y_begin + p.segs * p.seg_rows;
+          p.tail_rows = rows - p.segs * p.seg_rows;
+          p.tail_edge_rows = 16 * ((tail.tail_steps + factor - 1) / factor);
+          p.tail_items = n_int + n_edge * ((p.tail_rows + p.tail_edge_rows - 1) / p.tail_edge_rows);
+        }
         const int per_band = n_int + n_edge * p.edge_subs;
-        const long long blocks = std::min(static_cast<long long>(per_band) * p.segs, resident);
+        const long long blocks = std::min(static_cast<long long>(per_band) * p.segs + p.tail_items, resident);
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
         return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) +
                (mma_stream_.integer ? " integer factors" : mma_stream_.lo ? "" : " fp16-exact factors") +
-               (bands ? " in bands" : "") + shape;
+               (bands ? " in bands" : "") + (tail.segs > 0 ? " with a tail band" : "") + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
       // at once, each walking tiles.
@@ -707,6 +736,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool stream_ok_ = false;
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
+  bool tail_ = true;   ///< PIXELKIT_CUDA_FILTER_TAIL: the streaming tensor-core kernel's tail band (tail_plan)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
   int dense_rows_ = 0;     ///< PIXELKIT_CUDA_FILTER_DENSE_ROWS: the dense tensor-core kernel's tile rows, 0 = rule
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin

@@ -515,18 +515,20 @@ __global__ void __launch_bounds__(mma_tuning::kThreads, mma_tuning::min_blocks_p
     constexpr int kRowBytes = TW * C;
     const int e0 = px0 * C;
     const int wc = width * C;
-    const bool full = e0 + kRowBytes <= wc && y0 + TH <= a.y_end;
-    if (full && p.vec16_dst) {
+    // Rows past y_end are left out row by row: 16-byte stores need whole
+    // columns only (as in the dense tensor-core kernel; notes, run 40).
+    const int rows_out = min(TH, a.y_end - y0);
+    if (e0 + kRowBytes <= wc && p.vec16_dst) {
       constexpr int kVecRow = kRowBytes / 16;
-      for (int u = threadIdx.x; u < TH * kVecRow; u += mma_tuning::kThreads) {
+      for (int u = threadIdx.x; u < rows_out * kVecRow; u += mma_tuning::kThreads) {
         const int r = u / kVecRow, q = u - r * kVecRow;
         *reinterpret_cast<uint4*>(a.dst.row(y0 + r) + e0 + 16 * q) =
             *reinterpret_cast<const uint4*>(out_s + r * G::kOutStride + 16 * q);
       }
     } else {
-      for (int u = threadIdx.x; u < TH * kRowBytes; u += mma_tuning::kThreads) {
+      for (int u = threadIdx.x; u < rows_out * kRowBytes; u += mma_tuning::kThreads) {
         const int r = u / kRowBytes, e = u - r * kRowBytes;
-        if (y0 + r < a.y_end && e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
+        if (e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
       }
     }
     __syncthreads();  // out_s (= in) is read before the next tile overwrites it

@@ -578,21 +578,25 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       constexpr int kRowBytes = kTilePx * C;
       const int e0 = px0 * C;
       const int wc = width * C;
-      const bool full = e0 + kRowBytes <= wc && y0 + th <= a.y_end;
-      if (full && p.vec16_dst) {
+      // Rows past y_end (a tile of the last band) are left out row by row; the
+      // 16-byte stores need only whole columns (they once needed whole rows
+      // too, and the last band's tiles stored byte by byte: 1080p dense 7x7
+      // 0.0180 ms against 0.0153 at 1056 rows; notes, run 40).
+      const int rows_out = min(th, a.y_end - y0);
+      if (e0 + kRowBytes <= wc && p.vec16_dst) {
         if (out_r < kOutRowsStep) {
           std::uint8_t* dst = a.dst.row(y0 + out_r) + e0 + 16 * out_q;
           const std::ptrdiff_t dst_step = static_cast<std::ptrdiff_t>(kOutRowsStep) * a.dst.pitch;
 #pragma unroll
           for (int i = 0; i < (kTileRows + kOutRowsStep - 1) / kOutRowsStep; ++i)
-            if (out_r + i * kOutRowsStep < th)
+            if (out_r + i * kOutRowsStep < rows_out)
               *reinterpret_cast<uint4*>(dst + i * dst_step) =
                   *reinterpret_cast<const uint4*>(out_s + (out_r + i * kOutRowsStep) * G::kOutStride + 16 * out_q);
         }
       } else {
-        for (int u = tid; u < th * kRowBytes; u += kThreads) {
+        for (int u = tid; u < rows_out * kRowBytes; u += kThreads) {
           const int r = u / kRowBytes, e = u - r * kRowBytes;
-          if (y0 + r < a.y_end && e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
+          if (e0 + e < wc) a.dst.row(y0 + r)[e0 + e] = out_s[r * G::kOutStride + e];
         }
       }
     }

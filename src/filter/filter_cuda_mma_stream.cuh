@@ -88,7 +88,11 @@
 // (walk_bands) walk bands instead: the rows are cut into bands of
 // kBandSegRows, and each block takes item after item (strip fastest, band
 // after band), keeping its Toeplitz fragments, so that no SM idles while
-// others finish (notes, runs 15, 32 and 33).
+// others finish (notes, runs 15, 32 and 33). A one wave whose items leave
+// some slots empty (8K RGB: 366 items for 396 slots) takes a tail band where
+// tail_plan finds one: slightly shorter segments, and below them a short band
+// whose items the blocks left over walk in turn (notes, run 40: 8K
+// gaussian:7 0.1019 -> 0.0978 ms, gaussian:31 0.165 -> 0.155).
 //
 // Measured (H100, RGB u8, notes runs 11 to 15): 8K gaussian:9 0.112 ms
 // (0.210 on the FP32 separable kernel before), gaussian:17 0.133 (0.258),
@@ -104,6 +108,7 @@
 // 0.156, gaussian:31 0.195 -> 0.164.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -184,6 +189,63 @@ constexpr bool walk_bands(long long wave_items, long long band_items, long long 
   const long long rounds = (wave_items + resident - 1) / resident;
   return 100 * wave_items < kOneWaveMinFillPercent * rounds * resident && band_items >= kBandMinRounds * resident;
 }
+/// Pieces an edge strip's share of a band of `steps` 16-row steps is cut
+/// into where its segments are `factor` times shorter (kEdgeSegFactor...).
+constexpr int edge_pieces(int steps, int factor) {
+  const int e = (steps + factor - 1) / factor;
+  return (steps + e - 1) / e;
+}
+/// Steps a block spends on each item it starts beyond the item's own: the
+/// prologue's loads and pass 1's warm-up (KS1 - 1 blocks). A model number
+/// for tail_plan, not measured alone.
+constexpr int restart_steps(int ks1) { return ks1; }
+/// The smallest gain, in 32nds of the plain wave's cost, for which tail_plan
+/// takes a tail band: the model is rough, and 4K RGB gaussian:21 (37 -> 36
+/// steps) was 1% slower with its plan, 4K gaussian:7 (25 -> 24) 3% faster
+/// (notes, run 40).
+constexpr int kTailMinGain32 = 1;
+/// A one-wave layout with a tail band (MmaStreamParams::tail_items): `segs`
+/// bands of `seg_steps` steps, one block an item, then a tail band of the
+/// remaining `tail_steps` whose items the blocks left over walk in turn.
+/// segs = 0: none.
+struct TailPlan {
+  int segs = 0;
+  int seg_steps = 0;
+  int tail_steps = 0;
+};
+/// The one-wave layout cuts every strip at the same rows, so its items
+/// seldom fill the resident blocks' slots: 8K RGB has 122 items a band (120
+/// strips, the two edge strips in halves) and 3 bands for 396 slots, 366
+/// items, so 102 SMs hold three and 30 hold two, and the SMs of three set
+/// the time (notes, run 40: 8320x4320, 132 x 3 items, took 2.5% longer than
+/// 7680x4320 for 8% more pixels). The plan that ends soonest in the cost
+/// model (steps a block, restart_steps(ks1) more an item) among `segs` <=
+/// `wave_segs` bands and a tail band, taken only where it beats the plain
+/// wave of `wave_segs` segments of `wave_steps` (8K RGB, two k-steps down:
+/// 3 bands of 85 steps and a tail of 15 walked by 30 blocks, 87 against 92).
+/// `steps`: 16-row steps of the rows; `n_int`, `n_edge`: interior and edge
+/// strips; `factor`: the edge strips' segments are that many times shorter.
+constexpr TailPlan tail_plan(int steps, int n_int, int n_edge, int factor, long long resident, int restart,
+                             int wave_steps, int wave_segs) {
+  TailPlan best{};
+  // At least kTailMinGain32 / 32 fewer steps than the plain wave.
+  long long best_cost = (wave_steps + restart) * (32 - kTailMinGain32) / 32 + 1;
+  for (int segs = 1; segs <= wave_segs; ++segs)
+    for (int s = steps / (segs + 1); s >= 1 && segs * s < steps; ++s) {
+      const long long items = static_cast<long long>(n_int + n_edge * edge_pieces(s, factor)) * segs;
+      const long long left = resident - items;
+      if (left <= 0) break;  // items do not fall as s grows
+      const int h = steps - segs * s;
+      const long long tail_items = n_int + n_edge * edge_pieces(h, factor);
+      const long long rounds = (tail_items + left - 1) / left;
+      const long long cost = std::max<long long>(s + restart, rounds * (h + restart));
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = TailPlan{segs, s, h};
+      }
+    }
+  return best;
+}
 /// Blocks of input rows in flight in registers (1 or 2) while one is used.
 constexpr int kPrefetch = 2;
 /// The same for kernels of three vertical k-steps (sides 19..31): one set.
@@ -244,6 +306,15 @@ struct MmaStreamParams {
   int seg_rows;        ///< output rows per band (an interior strip's segment), a multiple of 16
   int edge_seg_rows;   ///< rows per segment of the first and last strip (shorter: see kEdgeSegFactor)
   int edge_subs;       ///< edge-strip segments per band: ceil(seg_rows / edge_seg_rows)
+  /// One wave with a tail band (mma_stream_tuning::tail_plan; 0 items: none).
+  /// The segs bands above take one block an item; the rows from tail_y0 on
+  /// form one more band of tail_rows, cut as the others are (edge strips in
+  /// tail_edge_subs pieces of tail_edge_rows), whose items the remaining
+  /// blocks of the grid walk in turn.
+  int tail_items;
+  int tail_y0;
+  int tail_rows;
+  int tail_edge_rows;
   bool vec16_dst; ///< dst base and pitch are 16-byte aligned
   /// Edge columns from shared memory (replicate, reflect or reflect101, a
   /// 4-byte-aligned source at least kMinFixWidth pixels wide; notes, run 35):
@@ -550,23 +621,41 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   const int n_int = p.strips >= 3 ? p.strips - 2 : 0;
   const int n_edge = min(p.strips, 2);
   const int per_band = n_int + n_edge * p.edge_subs;
-  const int n_items = per_band * p.segs;
+  const int n_items = per_band * p.segs;  // the bands' items; the tail band's follow
   // Item `item`'s strip and output rows [y0, y_lim).
   auto item_rows = [&](int item, int& strip, int& y0, int& y_lim) {
-    const int band = item / per_band, r = item - band * per_band;
-    const int band_y = a.y_begin + band * p.seg_rows;
+    int r, band_y, rows, edge_rows;
+    if (item < n_items) {
+      const int band = item / per_band;
+      r = item - band * per_band;
+      band_y = a.y_begin + band * p.seg_rows;
+      rows = p.seg_rows;
+      edge_rows = p.edge_seg_rows;
+    } else {
+      r = item - n_items;
+      band_y = p.tail_y0;
+      rows = p.tail_rows;
+      edge_rows = p.tail_edge_rows;
+    }
     if (r < n_int) {
       strip = 1 + r;
       y0 = band_y;
-      y_lim = min(y0 + p.seg_rows, a.y_end);
+      y_lim = min(y0 + rows, a.y_end);
     } else {
       const int e = r - n_int, sub = e / n_edge;
       strip = e - sub * n_edge == 0 ? 0 : p.strips - 1;
-      y0 = band_y + sub * p.edge_seg_rows;
-      y_lim = min(min(y0 + p.edge_seg_rows, band_y + p.seg_rows), a.y_end);
+      y0 = band_y + sub * edge_rows;
+      y_lim = min(min(y0 + edge_rows, band_y + rows), a.y_end);
     }
   };
-  if (p.prefetch_rows > 0 && static_cast<int>(blockIdx.x) < n_items) {
+  // Without a tail band every block takes items blockIdx.x, + gridDim.x, ...;
+  // with one, the first n_items blocks take their own item alone and the
+  // others the tail band's items in turn.
+  const int n_all = n_items + p.tail_items;
+  const int item_step = p.tail_items == 0                         ? static_cast<int>(gridDim.x)
+                        : static_cast<int>(blockIdx.x) < n_items ? n_all
+                                                                  : static_cast<int>(gridDim.x) - n_items;
+  if (p.prefetch_rows > 0 && static_cast<int>(blockIdx.x) < n_all) {
     int strip, y0, y_lim;
     item_rows(static_cast<int>(blockIdx.x), strip, y0, y_lim);
     const int xs = strip * G::kSW - k.ral;  // image pixel of tile column 0
@@ -577,7 +666,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   pdl_begin();  // no global memory access before this line
 
 #pragma unroll 1
-  for (int item = static_cast<int>(blockIdx.x); item < n_items; item += static_cast<int>(gridDim.x)) {
+  for (int item = static_cast<int>(blockIdx.x); item < n_all; item += item_step) {
     int strip, y0, y_lim;
     item_rows(item, strip, y0, y_lim);
     if (y0 >= y_lim) continue;  // uniform over the block
