@@ -898,11 +898,11 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
 
 // The automatic rule sends dense 5x5 to the tensor cores at every size with
 // 3 and 4 channels (mma_dense_tuning::auto_min_waves; notes, run 38), and
-// picks the tile height from the waves of 64-row tiles (tile_rows): 64
-// rows from 8 waves, 48 from one, 16 below one. The images are sized from
-// this GPU's SM count for 8.5, 2 and 1/2 waves at an H100's 3 blocks per SM
-// (3 channels), so that GPUs that hold 2 or 4 such blocks per SM fall on the
-// same sides of 8 and 1.
+// picks the tile height from the waves of 64-row tiles (tile_rows; notes, run
+// 40): 64 rows from 4 waves, 48 from one, and below one 16 where 16-row tiles
+// make at most two rounds, else 32. The images are sized from this GPU's SM
+// count for 5, 2, 0.8 and 0.1 waves at an H100's 3 blocks per SM (3
+// channels).
 TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
@@ -910,19 +910,20 @@ TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
   const int sms = sm_count();
   const Kernel k = random_kernel(5, 5, 81);
   const Border b{BorderMode::reflect101, 0};
-  struct Case { int waves2; const char* rows; };  // waves2: twice the waves
-  for (const auto& [waves2, rows] : {Case{17, ""}, Case{4, " in 48-row tiles"}, Case{1, " in 16-row tiles"}}) {
+  struct Case { int waves10; const char* rows; };  // waves10: tenths of a wave
+  for (const auto& [waves10, rows] : {Case{50, ""}, Case{20, " in 48-row tiles"}, Case{8, " in 32-row tiles"},
+                                      Case{1, " in 16-row tiles"}}) {
     ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
-    const int tiles_y = (waves2 * 3 * sms + 79) / 80;  // 40 tiles across
-    const Image src = random_image(40 * 64 - 5, tiles_y * 64 - 9, 3, PixelType::u8, 82 + waves2);
+    const int tiles_y = (waves10 * 3 * sms + 399) / 400;  // 40 tiles across
+    const Image src = random_image(40 * 64 - 5, tiles_y * 64 - 9, 3, PixelType::u8, 82 + waves10);
     std::string path;
     const Image got = run_device(src.cview(), k, b, &path);
     if (tc) {
-      EXPECT_NE(path.find("dense tensor cores 5x5"), std::string::npos) << waves2 << " half waves: " << path;
-      if (*rows != '\0') EXPECT_NE(path.find(rows), std::string::npos) << waves2 << " half waves: " << path;
-      else EXPECT_EQ(path.find("-row tiles"), std::string::npos) << waves2 << " half waves: " << path;
+      EXPECT_NE(path.find("dense tensor cores 5x5"), std::string::npos) << waves10 << " tenths of a wave: " << path;
+      if (*rows != '\0') EXPECT_NE(path.find(rows), std::string::npos) << waves10 << " tenths of a wave: " << path;
+      else EXPECT_EQ(path.find("-row tiles"), std::string::npos) << waves10 << " tenths of a wave: " << path;
     }
-    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves2 << " half waves: " << path;
+    EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << waves10 << " tenths of a wave: " << path;
   }
   // One channel has 64-row tiles only (mma_dense_tuning::has_short_tiles), so
   // its 5x5 keeps the FP32 tiled kernel below 4 waves (6 and 2 waves here).
@@ -939,12 +940,13 @@ TEST(FilterCuda, TensorCoreDenseTakesFiveByFiveAtEverySize) {
 #endif
 }
 
-// Below one wave of 64-row tiles, 9x9 takes 32-row tiles where they fit one
-// wave and 48-row tiles where they would not (mma_dense_tuning::tile_rows;
-// notes, run 39). Sized from this GPU's SM count at an H100's 3 blocks per SM
-// (40 tiles across): 32-row tiles fill about half a wave in the first case;
-// in the second, 64-row tiles about 0.9 of one and 32-row tiles twice that.
-TEST(FilterCuda, TensorCoreDenseNineByNineTakesTallerTilesWhereShortOnesWouldNotFitAWave) {
+// 9x9 takes 32-row tiles below one wave of 64-row tiles, 64-row tiles where
+// those make at most 1.5 rounds, 48 rows up to 4 waves
+// (mma_dense_tuning::tile_rows; notes, run 40). Sized from this GPU's SM count
+// at an H100's 3 blocks per SM (40 tiles across): 32-row tiles about half a
+// wave; 64-row tiles just under a wave (32-row ones then twice that), about
+// 1.3 waves, and about 2.
+TEST(FilterCuda, TensorCoreDenseNineByNineTakesFullTilesJustAboveOneWaveAndShortOnesBelow) {
   PIXELKIT_REQUIRE_GPU();
 #if PIXELKIT_WITH_CUDA
   const bool tc = device_has_tensor_core_path();
@@ -954,12 +956,17 @@ TEST(FilterCuda, TensorCoreDenseNineByNineTakesTallerTilesWhereShortOnesWouldNot
   const int half_wave32 = std::max(1, 3 * sms / 2 / 40);  // 32-row tile rows for about half a wave
   const int wave64 = std::max(1, (3 * sms - 1) / 40);     // 64-row tile rows for just under a wave
   for (const auto& [height, rows] : {std::pair{half_wave32 * 32 - 5, " in 32-row tiles"},
-                                     std::pair{wave64 * 64 - 9, " in 48-row tiles"}}) {
+                                     std::pair{wave64 * 64 - 9, " in 32-row tiles"},
+                                     std::pair{(wave64 + 1 + wave64 / 3) * 64 - 9, ""},
+                                     std::pair{(2 * wave64 + 2) * 64 - 9, " in 48-row tiles"}}) {
     ScopedEnv automatic("PIXELKIT_CUDA_FILTER_MMA", "");
     const Image src = random_image(40 * 64 - 5, height, 3, PixelType::u8, 8801 + height);
     std::string path;
     const Image got = run_device(src.cview(), k, b, &path);
-    if (tc) EXPECT_NE(path.find(std::string("dense tensor cores 9x9") + rows), std::string::npos) << height << ": " << path;
+    if (tc) {
+      EXPECT_NE(path.find(std::string("dense tensor cores 9x9") + rows), std::string::npos) << height << ": " << path;
+      if (*rows == '\0') EXPECT_EQ(path.find("-row tiles"), std::string::npos) << height << ": " << path;
+    }
     EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << height << " rows: " << path;
   }
 #endif
@@ -971,10 +978,8 @@ TEST(FilterCuda, TensorCoreDenseNineByNineTakesTallerTilesWhereShortOnesWouldNot
 // channels, planar, 5 to 9 rows: mma_dense_tuning::has_short_tiles): the
 // input rows a tile loads, converts and maps through the border, the warps'
 // units and the output rows all follow the tile's height. Odd sizes whose
-// last tile is partial (its tiles then take only the 16-row blocks that hold
-// rows of the image: 97x70 and 2600x600 in 48-row tiles end on 32-row ones,
-// 161x129 in 32-row tiles on a 16-row one), every border; one image walks
-// several tiles a block.
+// last tile is partial (its 16-byte stores leave out the rows past the
+// image), every border; one image walks several tiles a block.
 // 1 channel and 3x3 keep 64-row tiles.
 TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();

@@ -536,7 +536,7 @@ class CudaFilterImpl final : public CudaFilter {
           const int th = !rt                ? mma_dense_tuning::kTileRows
                          : dense_rows_ > 0 ? dense_rows_
                                            : mma_dense_tuning::tile_rows(
-                                                 tiles, tile_count(src.width, rows, mma_dense_tuning::kTilePx, 32),
+                                                 tiles, tile_count(src.width, rows, mma_dense_tuning::kTilePx, 16),
                                                  resident, kh_);
           const MmaKernelInfo ki = th == mma_dense_tuning::kTileRows ? ki64 : mma_dense_kernel(C, mma_dense_, true);
           const long long n = tile_count(src.width, rows, mma_dense_tuning::kTilePx, th);

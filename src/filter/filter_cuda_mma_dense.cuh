@@ -105,7 +105,7 @@ constexpr int auto_min_waves(int side, bool short_tiles) {
   return side == 5 ? (short_tiles ? 0 : kDynamicMinRounds) : 12;
 }
 /// The instances that take tile heights at run time (RT; their shorter tiles
-/// are what tile_rows picks below 8 waves): 3 and 4 channels, planar, 5 to 9
+/// are what tile_rows picks below 4 waves): 3 and 4 channels, planar, 5 to 9
 /// rows. Elsewhere tiles have kTileRows rows: 1 channel has too few warp
 /// units for short tiles (2 column groups: a 16-row tile would leave 6 of 8
 /// warps idle), 3x3 and 1-row kernels take other paths. Kept to these
@@ -114,28 +114,38 @@ constexpr int auto_min_waves(int side, bool short_tiles) {
 /// compiled in (notes, run 38).
 constexpr bool has_short_tiles(int c, int kh, bool planar) { return c >= 3 && kh >= 5 && planar; }
 /// Output rows per tile for a launch of `tiles64` tiles of 64 rows (or
-/// `tiles32` of 32) on `resident` blocks, kernel height `kh`. A grid of few
+/// `tiles16` of 16) on `resident` blocks, kernel height `kh`. A grid of few
 /// tiles a block ends on a long tail, and below a wave leaves slots empty;
 /// shorter tiles cut both, at the cost of more input rows per output row
-/// (kh - 1 a tile). Below a wave, 9-row kernels take 32 rows only where those
-/// tiles still fit one wave (a second round of 32-row tiles costs more than
-/// the longer tiles save; 5 and 7 rows lose less to it). Measured on an
-/// H100, RGB u8, ms, dense 5x5 / 7x7 / 9x9 by tile rows 64, 48, 32, 16
-/// (720p to 4K: run 39, with its quarter units; 640x480 and 8K: run 38):
-/// 640x480 (0.2 waves of 64) 0.0124 0.0098 0.0083 0.0061 / 0.0128 0.0104
-/// 0.0086 0.0076 / 0.0137 0.0110 0.0094 0.0102; 720p (0.6; 1.2 waves of 32)
-/// 0.0137 0.0116 0.0109 0.0102 / 0.0149 0.0127 0.0123 0.0125 / 0.0162 0.0133
-/// 0.0146 0.0160; 1080p (1.3) 0.0190 0.0161 0.0164 0.0198 / 0.0207 0.0194
-/// 0.0192 0.0227 / 0.0231 0.0210 0.0219 0.0279; 1440p (2.3) 0.0252 0.0225
-/// 0.0236 0.0301 / 0.0276 0.0255 0.0273 0.0345 / 0.0305 0.0282 0.0325 0.0432;
-/// 4K (5.2) 0.0445 0.0427 0.0480 / 0.0499 0.0499 0.0561 / 0.0568 0.0560
-/// 0.0641; 8K (20.6, run 38) 64 / 48: 0.1493 / 0.1516, 0.1745 / 0.1763,
-/// 0.1915 / 0.1931.
-constexpr int tile_rows(long long tiles64, long long tiles32, long long resident, int kh) {
-  if (tiles64 >= 8 * resident) return 64;
-  if (tiles64 >= resident) return 48;
-  if (kh <= 7) return 16;
-  return tiles32 <= resident ? 32 : 48;
+/// (kh - 1 a tile). 64 rows from kDynamicMinRounds waves (the tile counter
+/// then evens the tail out), and for 9-row kernels where 64-row tiles make at
+/// most 1.5 rounds; 48 from one wave; below one wave 16 rows where 16-row
+/// tiles make at most two rounds (up to 7 rows), else 32. Measured on an H100,
+/// u8, ms, dense 5x5 / 7x7 / 9x9 by tile rows 64, 48, 32, 16 (notes, run 40,
+/// since a partial last band stores by 16 bytes; before, it stored bytes, and
+/// the heights whose last band was partial lost: runs 38-39 had 48 at 4K and
+/// 16 at 720p). RGB (3 blocks per SM): 4K (5.2 waves of 64) 0.0367 0.0398
+/// 0.0450 0.0627 / 0.0445 0.0462 0.0515 0.0695 / 0.0522 0.0562 0.0629 0.0866;
+/// 1440p (2.3) 0.0215 0.0206 0.0228 0.0305 / 0.0245 0.0236 0.0264 0.0345 /
+/// 0.0278 0.0280 0.0326 0.0434; 1080p (1.3) 0.0146 0.0134 0.0147 0.0191 /
+/// 0.0164 0.0157 0.0173 0.0221 / 0.0177 0.0189 0.0214 0.0275; 720p (0.6)
+/// 0.0127 0.0112 0.0093 0.0102 / 0.0142 0.0122 0.0104 0.0124 / 0.0150 0.0133
+/// 0.0127 0.0159; 640x480 (0.2; run 38, no partial band at any height) 0.0124
+/// 0.0098 0.0083 0.0061 / 0.0128 0.0104 0.0086 0.0076 / 0.0137 0.0110 0.0094
+/// 0.0102; 8K (20.6, run 38) 64 / 48: 0.1493 / 0.1516, 0.1745 / 0.1763,
+/// 0.1915 / 0.1931. Four channels (2 blocks per SM): 4K (7.7) 0.0507 0.0547
+/// 0.0582 0.0761 / 0.0588 0.0622 0.0647 0.0826 / 0.0710 0.0737 0.0769 0.0938;
+/// 1440p (3.5) 0.0278 0.0281 0.0290 0.0376 / 0.0325 0.0318 0.0323 0.0402 /
+/// 0.0377 0.0373 0.0382 0.0456; 1080p (1.9) 0.0220 0.0189 0.0198 0.0232 /
+/// 0.0235 0.0213 0.0221 0.0254 / 0.0263 0.0243 0.0253 0.0290; 720p (0.9)
+/// 0.0137 0.0118 0.0100 0.0117 / 0.0147 0.0130 0.0116 0.0135 / 0.0157 0.0151
+/// 0.0133 0.0159; 640x480 (0.3) 0.0116 0.0103 0.0082 0.0061 / 0.0126 0.0115
+/// 0.0088 0.0073 / 0.0137 0.0121 0.0098 0.0087.
+constexpr int tile_rows(long long tiles64, long long tiles16, long long resident, int kh) {
+  if (tiles64 >= kDynamicMinRounds * resident) return 64;
+  if (tiles64 >= resident) return kh >= 9 && 2 * tiles64 <= 3 * resident ? 64 : 48;
+  if (kh <= 7 && tiles16 <= 2 * resident) return 16;
+  return 32;
 }
 }  // namespace mma_dense_tuning
 
