@@ -190,7 +190,8 @@ constexpr bool walk_bands(long long wave_items, long long band_items, long long 
   return 100 * wave_items < kOneWaveMinFillPercent * rounds * resident && band_items >= kBandMinRounds * resident;
 }
 /// Pieces an edge strip's share of a band of `steps` 16-row steps is cut
-/// into where its segments are `factor` times shorter (kEdgeSegFactor...).
+/// into where its segments are `factor` times shorter (kEdgeSegFactor,
+/// kEdgeSegFactorFixed, kEdgeSegFactorThreeDown).
 constexpr int edge_pieces(int steps, int factor) {
   const int e = (steps + factor - 1) / factor;
   return (steps + e - 1) / e;
