@@ -471,8 +471,9 @@ class CudaFilterImpl final : public CudaFilter {
           p.seg_rows = 16 * static_cast<int>((steps + want - 1) / want);
           if (cap > 0) p.seg_rows = std::min(p.seg_rows, cap);
           p.segs = (rows + p.seg_rows - 1) / p.seg_rows;
-          p.edge_seg_rows = 16 * ((p.seg_rows / 16 + factor - 1) / factor);
-          p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+          const mma_stream_tuning::EdgeCut cut = mma_stream_tuning::edge_cut(p.seg_rows / 16, factor);
+          p.edge_seg_rows = cut.rows;
+          p.edge_subs = cut.pieces;
           return static_cast<long long>(n_int + n_edge * p.edge_subs) * p.segs;  // items
         };
         // One wave where it fills the GPU, else bands of kBandSegRows rows
@@ -498,14 +499,18 @@ class CudaFilterImpl final : public CudaFilter {
                                                            mma_stream_tuning::restart_steps(mma_ksteps(mma_stream_.ny, 0)),
                                                            p.seg_rows / 16, p.segs);
         if (tail.segs > 0) {
+          // The same cuts as tail_plan's model (tail_steps: the tail's rows
+          // in 16-row steps, the last one partial where the rows end there).
+          const mma_stream_tuning::EdgeCut cut = mma_stream_tuning::edge_cut(tail.seg_steps, factor);
+          const mma_stream_tuning::EdgeCut tail_cut = mma_stream_tuning::edge_cut(tail.tail_steps, factor);
           p.segs = tail.segs;
           p.seg_rows = 16 * tail.seg_steps;
-          p.edge_seg_rows = 16 * ((tail.seg_steps + factor - 1) / factor);
-          p.edge_subs = (p.seg_rows + p.edge_seg_rows - 1) / p.edge_seg_rows;
+          p.edge_seg_rows = cut.rows;
+          p.edge_subs = cut.pieces;
           p.tail_y0 = p.a.y_begin + p.segs * p.seg_rows;
           p.tail_rows = rows - p.segs * p.seg_rows;
-          p.tail_edge_rows = 16 * ((tail.tail_steps + factor - 1) / factor);
-          p.tail_items = n_int + n_edge * ((p.tail_rows + p.tail_edge_rows - 1) / p.tail_edge_rows);
+          p.tail_edge_rows = tail_cut.rows;
+          p.tail_items = n_int + n_edge * tail_cut.pieces;
         }
         const int per_band = n_int + n_edge * p.edge_subs;
         const long long blocks = std::min(static_cast<long long>(per_band) * p.segs + p.tail_items, resident);

@@ -189,13 +189,24 @@ constexpr bool walk_bands(long long wave_items, long long band_items, long long 
   const long long rounds = (wave_items + resident - 1) / resident;
   return 100 * wave_items < kOneWaveMinFillPercent * rounds * resident && band_items >= kBandMinRounds * resident;
 }
-/// Pieces an edge strip's share of a band of `steps` 16-row steps is cut
-/// into where its segments are `factor` times shorter (kEdgeSegFactor,
-/// kEdgeSegFactorFixed, kEdgeSegFactorThreeDown).
-constexpr int edge_pieces(int steps, int factor) {
+/// How an edge strip's share of a band of `steps` 16-row steps is cut where
+/// its segments are `factor` times shorter (kEdgeSegFactor,
+/// kEdgeSegFactorFixed, kEdgeSegFactorThreeDown): pieces of `rows` rows
+/// (whole steps), `pieces` of them. tail_plan's model and the host's layout
+/// (MmaStreamParams::edge_seg_rows, tail_edge_rows) both cut with it.
+struct EdgeCut {
+  int rows;
+  int pieces;
+};
+constexpr EdgeCut edge_cut(int steps, int factor) {
   const int e = (steps + factor - 1) / factor;
-  return (steps + e - 1) / e;
+  return EdgeCut{16 * e, (steps + e - 1) / e};
 }
+constexpr int edge_pieces(int steps, int factor) { return edge_cut(steps, factor).pieces; }
+// 85 steps in halves: pieces of 43 steps, 2 of them; 15 steps in quarters: of 4, 4 of them; 5 in quarters: of 2, 3.
+static_assert(edge_cut(85, 2).rows == 16 * 43 && edge_cut(85, 2).pieces == 2, "edge_cut");
+static_assert(edge_cut(15, 4).rows == 16 * 4 && edge_cut(15, 4).pieces == 4, "edge_cut");
+static_assert(edge_cut(5, 4).rows == 16 * 2 && edge_cut(5, 4).pieces == 3, "edge_cut");
 /// Steps a block spends on each item it starts beyond the item's own: the
 /// prologue's loads and pass 1's warm-up (KS1 - 1 blocks). A model number
 /// for tail_plan, not measured alone.
