@@ -1,13 +1,23 @@
 // Image and array files: .npy/.npz round trips and their parsers on bad
-// data, OpenCV codecs, and atomic writes that never leave partial files.
+// data, OpenCV codecs, the libpng codec (against OpenCV's decoder where both
+// are built), and atomic writes that never leave partial files.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
+#include "core/png_codec.hpp"
 #include "pixelkit/io.hpp"
 #include "test_support.hpp"
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
 
 namespace pixelkit::test {
 namespace {
@@ -130,7 +140,10 @@ TEST(Files, AtomicWriteLeavesNoPartialFileAndKeepsTheOld) {
 TEST(ImageFiles, ReadPhotosAndRoundTripEveryFormat) {
   if (!have_image_codecs()) {
     std::string msg;
-    EXPECT_EQ(status_of([] { read_image(data_path("camera.png")); }, &msg), Status::unsupported);
+    const Image a = random_image(4, 4, 1, PixelType::u8, 1);
+    EXPECT_EQ(status_of([&] { write_image(scratch_dir("nocodecs") + "/a.jpg", a); }, &msg), Status::unsupported);
+    EXPECT_NE(msg.find(have_png() ? "use .png or .npy" : "use .npy"), std::string::npos) << msg;
+    if (!have_png()) EXPECT_EQ(status_of([] { read_image(data_path("camera.png")); }, &msg), Status::unsupported);
     GTEST_SKIP() << "no image codecs (OpenCV) in this build: " << msg;
   }
   const Image cam = read_image(data_path("camera.png"));
@@ -171,6 +184,118 @@ TEST(ImageFiles, BadFilesAndExtensions) {
   EXPECT_EQ(status_of([&] { write_image(dir + "/x.gif", a); }, &msg), Status::invalid_argument);
   EXPECT_NE(msg.find("unsupported extension '.gif'"), std::string::npos);
   EXPECT_EQ(files_in(dir), std::vector<std::string>{"corrupt.png"});
+}
+
+// ---- the libpng codec (core/png_codec.hpp) -------------------------------------
+
+std::vector<unsigned char> bytes_of(const std::string& path) { return read_file(path); }
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+/// OpenCV's reading of PNG bytes (IMREAD_UNCHANGED, RGB order, 16-bit as
+/// f32), as read_image does it in an OpenCV build.
+Image opencv_decode(const std::vector<unsigned char>& b) {
+  cv::Mat m = cv::imdecode(cv::Mat(1, static_cast<int>(b.size()), CV_8U, const_cast<unsigned char*>(b.data())),
+                           cv::IMREAD_UNCHANGED);
+  EXPECT_FALSE(m.empty());
+  if (m.depth() != CV_8U) m.convertTo(m, CV_32F);
+  if (m.channels() == 3) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
+  if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_BGRA2RGBA);
+  Image img(m.cols, m.rows, m.channels(), m.depth() == CV_8U ? PixelType::u8 : PixelType::f32);
+  for (int y = 0; y < m.rows; ++y) std::memcpy(img.row<unsigned char>(y), m.ptr(y), img.view().row_bytes());
+  return img;
+}
+#endif
+
+TEST(PngCodec, ReadsThePhotosAsOpenCvDoes) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  const struct { const char* name; int w, h, c; } photos[] = {
+      {"astronaut.png", 512, 512, 3}, {"camera.png", 512, 512, 1}, {"chelsea.png", 451, 300, 3}, {"coffee.png", 600, 400, 3}};
+  for (const auto& p : photos) {
+    const auto b = bytes_of(data_path(p.name));
+    const Image img = detail::decode_png(b.data(), b.size(), p.name);
+    EXPECT_EQ(img.width(), p.w) << p.name;
+    EXPECT_EQ(img.height(), p.h) << p.name;
+    EXPECT_EQ(img.channels(), p.c) << p.name;
+    EXPECT_EQ(img.type(), PixelType::u8) << p.name;
+    // read_image takes this codec where OpenCV is absent, OpenCV's where not: the same pixels either way.
+    EXPECT_TRUE(agrees(read_image(data_path(p.name)), img, 0.0)) << p.name;
+#if PIXELKIT_TEST_HAVE_OPENCV
+    EXPECT_TRUE(agrees(opencv_decode(b), img, 0.0)) << p.name;
+#endif
+  }
+}
+
+TEST(PngCodec, RoundTripsEveryChannelCountThroughSubViews) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  const std::string dir = scratch_dir("pngcodec");
+  for (int c : {1, 3, 4})
+    for (auto [w, h] : {std::pair{1, 1}, std::pair{1, 17}, std::pair{33, 7}, std::pair{1023, 5}}) {
+      const Image parent = random_image(w + 3, h + 2, c, PixelType::u8, static_cast<std::uint32_t>(c * 1000 + w));
+      const ConstImageView v = parent.cview().sub(2, 1, w, h);  // pitch larger than the row
+      const auto png = detail::encode_png(v, "x");
+      const Image back = detail::decode_png(png.data(), png.size(), "x");
+      EXPECT_EQ(back.channels(), c);
+      EXPECT_TRUE(agrees(back, v, 0.0)) << c << " " << w << "x" << h;
+#if PIXELKIT_TEST_HAVE_OPENCV
+      EXPECT_TRUE(agrees(opencv_decode(png), v, 0.0)) << "OpenCV reads ours: " << c << " " << w << "x" << h;
+#endif
+      // write_image's .png (whichever codec the build uses) reads back the same.
+      write_image(dir + "/a.png", v);
+      EXPECT_TRUE(agrees(read_image(dir + "/a.png"), v, 0.0)) << c << " " << w << "x" << h;
+    }
+}
+
+TEST(PngCodec, FloatImagesAreRoundedAndSaturatedAsOpenCvConverts) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> in = {-3.2f, 0.5f, 1.5f, 2.5f, 254.49f, 254.6f, 300.0f, nan, 17.0f};
+  const std::vector<unsigned char> want = {0, 0, 2, 2, 254, 255, 255, 0, 17};  // ties to even, NaN to 0
+  Image f(static_cast<int>(in.size()), 1, 1, PixelType::f32);
+  std::memcpy(f.row<float>(0), in.data(), in.size() * sizeof(float));
+  const auto png = detail::encode_png(f.cview(), "x");
+  const Image back = detail::decode_png(png.data(), png.size(), "x");
+  ASSERT_EQ(back.type(), PixelType::u8);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(back.row<unsigned char>(0)[i], want[i]) << in[i];
+#if PIXELKIT_TEST_HAVE_OPENCV
+  cv::Mat m(1, static_cast<int>(in.size()), CV_32F, const_cast<float*>(in.data())), u;
+  m.convertTo(u, CV_8U);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(u.at<unsigned char>(0, static_cast<int>(i)), want[i]) << in[i];
+#endif
+  std::string msg;
+  EXPECT_EQ(status_of([] { detail::encode_png(random_image(3, 3, 2, PixelType::u8, 1).cview(), "two.png"); }, &msg),
+            Status::invalid_argument);
+  EXPECT_NE(msg.find("two.png"), std::string::npos) << msg;
+}
+
+#if PIXELKIT_TEST_HAVE_OPENCV
+TEST(PngCodec, ReadsOpenCvsSixteenBitAndAlphaFilesAsOpenCvDoes) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  cv::RNG rng(7);
+  for (int type : {CV_16UC1, CV_16UC3, CV_16UC4, CV_8UC4}) {
+    cv::Mat m(13, 29, type);
+    rng.fill(m, cv::RNG::UNIFORM, 0, CV_MAT_DEPTH(type) == CV_16U ? 65536 : 256);
+    std::vector<unsigned char> png;
+    ASSERT_TRUE(cv::imencode(".png", m, png));
+    const Image ours = detail::decode_png(png.data(), png.size(), "x");
+    EXPECT_EQ(ours.type(), CV_MAT_DEPTH(type) == CV_16U ? PixelType::f32 : PixelType::u8);
+    EXPECT_TRUE(agrees(ours, opencv_decode(png), 0.0, 0.0)) << type;
+  }
+}
+#endif
+
+TEST(PngCodec, CorruptDataIsAnIoErrorNamingTheSource) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  const auto good = detail::encode_png(random_image(40, 30, 3, PixelType::u8, 5).cview(), "x");
+  std::string msg;
+  // Truncated anywhere, and damaged bytes (libpng's own checksums; read_image checks the chunk list first).
+  for (std::size_t n : {std::size_t{0}, std::size_t{8}, std::size_t{20}, good.size() / 2, good.size() - 13}) {
+    EXPECT_EQ(status_of([&] { detail::decode_png(good.data(), n, "cut.png"); }, &msg), Status::io) << n;
+    EXPECT_NE(msg.find("cut.png"), std::string::npos) << msg;
+  }
+  auto bad = good;
+  bad[bad.size() / 2] ^= 0x5a;
+  EXPECT_EQ(status_of([&] { detail::decode_png(bad.data(), bad.size(), "bad.png"); }, &msg), Status::io);
+  EXPECT_NE(msg.find("bad.png is a corrupt PNG file"), std::string::npos) << msg;
 }
 
 }  // namespace

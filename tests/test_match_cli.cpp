@@ -607,7 +607,7 @@ TEST_F(MatchCli, OutDrawsTwoPixelRectanglesOnEveryMatch) {
 }
 
 TEST_F(MatchCli, OutWritesPngAndTheFullImageTemplate) {
-  PIXELKIT_REQUIRE_OPENCV();
+  PIXELKIT_REQUIRE_PNG();
   const std::string out = dir + "/annotated.png";
   const CliResult r = run_cli(args("--out '" + out + "'"));
   ASSERT_EQ(r.code, 0) << r.err;

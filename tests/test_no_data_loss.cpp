@@ -355,7 +355,7 @@ TEST_F(NoDataLoss, FilterKilledMidWrite) {
 }
 
 TEST_F(NoDataLoss, FilterPngWriteFails) {
-  PIXELKIT_REQUIRE_OPENCV();
+  PIXELKIT_REQUIRE_PNG();
   write_u8_npy(at("in.npy"), kSmall, kSmall, 3, 3);
   check_write_failure({"filter png", {"filter", "@in.npy", "@out.png", "--kernel", "sharpen"}, {"in.npy"},
                        {"out.png"}, 4096, "out.png", ""});
@@ -407,7 +407,7 @@ TEST_F(NoDataLoss, HaarForwardKilledMidWrite) {
 }
 
 TEST_F(NoDataLoss, HaarViewPngWriteFails) {
-  PIXELKIT_REQUIRE_OPENCV();
+  PIXELKIT_REQUIRE_PNG();
   write_u8_npy(at("in.npy"), kSmall, kSmall, 3, 8);
   check_write_failure({"haar view png", {"haar", "@in.npy", "--levels", "2", "--view", "@v.png"}, {"in.npy"},
                        {"v.png"}, 4096, "v.png", ""});
@@ -459,7 +459,7 @@ TEST_F(NoDataLoss, MatchKilledMidWrite) {
 }
 
 TEST_F(NoDataLoss, MatchPngWriteFails) {
-  PIXELKIT_REQUIRE_OPENCV();
+  PIXELKIT_REQUIRE_PNG();
   write_image_and_template(dir, kSmall, 32, 13);
   check_write_failure({"match png",
                        {"match", "@img.npy", "@t.npy", "--scores", "@s.npy", "--out", "@a.png"},

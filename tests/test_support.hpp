@@ -33,6 +33,12 @@ inline const char* cli_path() { return PIXELKIT_CLI_PATH; }
   do {                                                                              \
     if (!PIXELKIT_TEST_HAVE_OPENCV) GTEST_SKIP() << "built without OpenCV";         \
   } while (0)
+/// For tests that read or write PNG files only: OpenCV's codec, or libpng's
+/// where OpenCV is absent (the GPU machines), so they run there too.
+#define PIXELKIT_REQUIRE_PNG()                                                      \
+  do {                                                                              \
+    if (!::pixelkit::have_png()) GTEST_SKIP() << "built without a PNG codec";      \
+  } while (0)
 
 /// Fills a host image with uniform random values (u8: 0..255, f32: -lo..hi).
 inline void fill_random(const ImageView& v, std::uint32_t seed, float lo = -100.0f, float hi = 300.0f) {

@@ -61,7 +61,7 @@ int pos_y(int i) { return 15 + 2 * i; }
 
 const Image& photo() {
   static const Image img = [] {
-    if (have_image_codecs()) return read_image(data_path("astronaut.png"));
+    if (have_png()) return read_image(data_path("astronaut.png"));
     return random_image(512, 512, 3, PixelType::u8, 77);
   }();
   return img;

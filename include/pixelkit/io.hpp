@@ -2,6 +2,8 @@
 //
 // Image files go through OpenCV's imgcodecs when the build has OpenCV (PNG,
 // JPEG, BMP, TIFF, PGM/PPM, WebP; the writer is chosen by the extension).
+// Without OpenCV, PNG files still go through libpng where the build found it
+// (8-bit out; OpenCV's channel rules in).
 // NumPy .npy arrays (u8 or f32, HxW or HxWxC) are pixelkit's own code and
 // always available, so the CLI works where OpenCV is absent.
 //
@@ -21,8 +23,11 @@
 
 namespace pixelkit {
 
-/// True when the build can read and write image files other than .npy.
+/// True when the build can read and write every image format above (OpenCV).
 bool have_image_codecs() noexcept;
+/// True when the build can read and write PNG files: through OpenCV, or
+/// through libpng where OpenCV is absent.
+bool have_png() noexcept;
 
 /// Reads an image file (or a .npy array) into host memory of `memory`
 /// (host or pinned). Throws io naming the path when the file is missing,

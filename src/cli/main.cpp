@@ -30,7 +30,9 @@ Action setup_info(CLI::App&) {
     std::printf("cuda backend : %s\n", built_with_cuda() ? "built" : "not built (no nvcc at build time)");
     const std::string dev = cuda_device_name();
     std::printf("cuda device  : %s\n", dev.empty() ? "none usable" : dev.c_str());
-    std::printf("image codecs : %s\n", have_image_codecs() ? "OpenCV imgcodecs + .npy" : ".npy only");
+    std::printf("image codecs : %s\n", have_image_codecs() ? "OpenCV imgcodecs + .npy"
+                                        : have_png()        ? "PNG (libpng) + .npy"
+                                                            : ".npy only");
     std::printf("cpu threads  : %d\n", resolve_threads(common().threads));
     std::printf("auto backend : %s\n", to_string(resolve_backend(Backend::automatic, Memory::host)));
   };

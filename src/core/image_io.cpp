@@ -1,4 +1,5 @@
-// Image files: OpenCV's imgcodecs where the build has it, .npy always.
+// Image files: OpenCV's imgcodecs where the build has it, else PNG through
+// libpng (core/png_codec.hpp) where that was found; .npy always.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/png_codec.hpp"
 #include "pixelkit/config.hpp"
 #include "pixelkit/io.hpp"
 
@@ -32,13 +34,16 @@ const std::vector<std::string>& codec_extensions() {
   return exts;
 }
 
-#if PIXELKIT_WITH_OPENCV
+bool is_png(const std::vector<unsigned char>& b) {
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  return b.size() >= 8 && std::memcmp(b.data(), sig, 8) == 0;
+}
+
 // libpng reports corrupt data by printing to stderr before OpenCV returns an
 // empty image. Walking the chunk list first (lengths, CRCs, IEND) turns the
 // common corruptions (truncation, damaged bytes) into a clean error instead.
 bool png_structure_ok(const std::vector<unsigned char>& b, std::string& why) {
-  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  if (b.size() < 8 || std::memcmp(b.data(), sig, 8) != 0) return true;  // not a PNG: let the decoders decide
+  if (!is_png(b)) return true;  // not a PNG: let the decoders decide
   static const auto table = [] {
     std::vector<std::uint32_t> t(256);
     for (std::uint32_t i = 0; i < 256; ++i) {
@@ -63,11 +68,12 @@ bool png_structure_ok(const std::vector<unsigned char>& b, std::string& why) {
     pos = q + 4;
   }
 }
-#endif  // PIXELKIT_WITH_OPENCV
 
 }  // namespace
 
 bool have_image_codecs() noexcept { return PIXELKIT_WITH_OPENCV != 0; }
+
+bool have_png() noexcept { return have_image_codecs() || detail::png_codec_available(); }
 
 void check_image_extension(const std::string& path) {
   const std::string ext = extension_of(path);
@@ -77,8 +83,9 @@ void check_image_extension(const std::string& path) {
     throw Error(Status::invalid_argument,
                 "output '" + path + "': unsupported extension '" + ext +
                     "' (use .png, .jpg, .jpeg, .bmp, .tif, .tiff, .pgm, .ppm, .pnm, .webp or .npy)");
-  if (!have_image_codecs())
-    throw Error(Status::unsupported, "output '" + path + "': this build has no image codecs (OpenCV was not found); use .npy");
+  if (!have_image_codecs() && !(ext == ".png" && have_png()))
+    throw Error(Status::unsupported, "output '" + path + "': this build has no image codecs (OpenCV was not found); use " +
+                                         (have_png() ? ".png or .npy" : ".npy"));
 }
 
 Image read_image(const std::string& path, Memory memory) {
@@ -109,8 +116,14 @@ Image read_image(const std::string& path, Memory memory) {
   for (int y = 0; y < m.rows; ++y) std::memcpy(img.row<unsigned char>(y), m.ptr(y), row);
   return img;
 #else
-  (void)memory;
-  throw Error(Status::unsupported, what + ": this build reads only .npy arrays (OpenCV was not found at build time)");
+  if (detail::png_codec_available() && is_png(bytes)) {
+    std::string why;
+    if (!png_structure_ok(bytes, why)) throw Error(Status::io, what + " is a corrupt PNG file (" + why + ")");
+    return detail::decode_png(bytes.data(), bytes.size(), what, memory);
+  }
+  throw Error(Status::unsupported, what + (detail::png_codec_available()
+                                               ? ": this build reads only PNG files and .npy arrays (OpenCV was not found at build time)"
+                                               : ": this build reads only .npy arrays (OpenCV was not found at build time)"));
 #endif
 }
 
@@ -144,6 +157,10 @@ void write_image(const std::string& path, const ConstImageView& image) {
     throw Error(Status::io, "output '" + path + "': cannot encode: " + e.what());
   }
   if (!ok) throw Error(Status::io, "output '" + path + "': cannot encode this image as " + ext);
+  write_file_atomic(path, buf.data(), buf.size());
+#else
+  // check_image_extension let only .png through: libpng's codec.
+  const std::vector<unsigned char> buf = detail::encode_png(image, "output '" + path + "'");
   write_file_atomic(path, buf.data(), buf.size());
 #endif
 }
