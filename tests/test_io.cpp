@@ -283,6 +283,105 @@ TEST(PngCodec, ReadsOpenCvsSixteenBitAndAlphaFilesAsOpenCvDoes) {
 }
 #endif
 
+// A PNG file built by hand: IHDR, `extra` chunks (PLTE, tRNS), one IDAT of
+// stored (uncompressed) deflate blocks, IEND. `raw` is the filtered rows
+// (filter byte 0 then the packed samples, 16-bit big-endian), as the format
+// stores them, so the expected pixels are known without any codec.
+struct PngChunk {
+  const char* type;
+  std::vector<unsigned char> data;
+};
+std::vector<unsigned char> hand_made_png(int w, int h, int depth, int color_type, bool interlaced,
+                                         const std::vector<unsigned char>& raw, const std::vector<PngChunk>& extra) {
+  std::vector<unsigned char> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  const auto u32 = [](std::vector<unsigned char>& v, std::uint32_t x) {
+    for (int i = 0; i < 4; ++i) v.push_back(static_cast<unsigned char>(x >> (24 - 8 * i)));
+  };
+  const auto chunk = [&](const char* type, const std::vector<unsigned char>& data) {
+    u32(out, static_cast<std::uint32_t>(data.size()));
+    const std::size_t start = out.size();
+    out.insert(out.end(), type, type + 4);
+    out.insert(out.end(), data.begin(), data.end());
+    std::uint32_t crc = 0xFFFFFFFFu;
+    for (std::size_t i = start; i < out.size(); ++i) {
+      crc ^= out[i];
+      for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
+    }
+    u32(out, crc ^ 0xFFFFFFFFu);
+  };
+  std::vector<unsigned char> ihdr;
+  u32(ihdr, static_cast<std::uint32_t>(w));
+  u32(ihdr, static_cast<std::uint32_t>(h));
+  ihdr.insert(ihdr.end(), {static_cast<unsigned char>(depth), static_cast<unsigned char>(color_type), 0, 0,
+                           static_cast<unsigned char>(interlaced ? 1 : 0)});
+  chunk("IHDR", ihdr);
+  for (const auto& c : extra) chunk(c.type, c.data);
+  std::vector<unsigned char> z = {0x78, 0x01, 0x01};  // zlib header; one final stored block (raw < 64 KiB)
+  const auto n = static_cast<std::uint16_t>(raw.size());
+  z.insert(z.end(), {static_cast<unsigned char>(n & 0xff), static_cast<unsigned char>(n >> 8),
+                     static_cast<unsigned char>(~n & 0xff), static_cast<unsigned char>((~n >> 8) & 0xff)});
+  z.insert(z.end(), raw.begin(), raw.end());
+  std::uint32_t a = 1, b = 0;  // Adler-32
+  for (unsigned char c : raw) {
+    a = (a + c) % 65521;
+    b = (b + a) % 65521;
+  }
+  u32(z, (b << 16) | a);
+  chunk("IDAT", z);
+  chunk("IEND", {});
+  return out;
+}
+
+TEST(PngCodec, ExpandsLowDepthsPalettesTransparencyAndGreyAlphaAsOpenCvDoes) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  struct Case {
+    const char* what;
+    std::vector<unsigned char> png;
+    int channels;
+    std::vector<float> want;  // row-major samples
+  };
+  const std::vector<Case> cases = {
+      // 5x2 grey, 1 bit: 10110 / 01001 -> 255 or 0.
+      {"grey 1-bit", hand_made_png(5, 2, 1, 0, false, {0, 0xB0, 0, 0x48}, {}), 1,
+       {255, 0, 255, 255, 0, 0, 255, 0, 0, 255}},
+      // 3x1 grey, 4 bits: 0, 7, 15 -> times 17.
+      {"grey 4-bit", hand_made_png(3, 1, 4, 0, false, {0, 0x07, 0xF0}, {}), 1, {0, 119, 255}},
+      // 3x1 palette, 2 bits, entries 0..2, no tRNS -> RGB.
+      {"palette", hand_made_png(3, 1, 2, 3, false, {0, 0x18}, {{"PLTE", {10, 20, 30, 40, 50, 60, 70, 80, 90}}}), 3,
+       {10, 20, 30, 40, 50, 60, 70, 80, 90}},
+      // The same with alphas 0 and 128 for entries 0 and 1 -> RGBA, entry 2 opaque.
+      {"palette + tRNS",
+       hand_made_png(3, 1, 2, 3, false, {0, 0x18}, {{"PLTE", {10, 20, 30, 40, 50, 60, 70, 80, 90}}, {"tRNS", {0, 128}}}),
+       4, {10, 20, 30, 0, 40, 50, 60, 128, 70, 80, 90, 255}},
+      // 2x1 grey + alpha -> RGBA.
+      {"grey + alpha", hand_made_png(2, 1, 8, 4, false, {0, 9, 200, 250, 7}, {}), 4, {9, 9, 9, 200, 250, 250, 250, 7}},
+      // 2x1 RGB, tRNS marks (1, 2, 3) transparent -> RGBA.
+      {"RGB + tRNS", hand_made_png(2, 1, 8, 2, false, {0, 1, 2, 3, 4, 5, 6}, {{"tRNS", {0, 1, 0, 2, 0, 3}}}), 4,
+       {1, 2, 3, 0, 4, 5, 6, 255}},
+      // 2x1 grey with tRNS stays grey (OpenCV drops the transparency of grey files).
+      {"grey + tRNS", hand_made_png(2, 1, 8, 0, false, {0, 5, 6}, {{"tRNS", {0, 5}}}), 1, {5, 6}},
+      // 2x1 grey, 16 bits -> f32 0..65535.
+      {"grey 16-bit", hand_made_png(2, 1, 16, 0, false, {0, 0x12, 0x34, 0xFF, 0xFE}, {}), 1, {0x1234, 0xFFFE}},
+      // 1x1 RGB, Adam7 interlaced (one pixel: pass 1 alone).
+      {"interlaced", hand_made_png(1, 1, 8, 2, true, {0, 7, 8, 9}, {}), 3, {7, 8, 9}},
+  };
+  for (const Case& c : cases) {
+    const Image img = detail::decode_png(c.png.data(), c.png.size(), c.what);
+    ASSERT_EQ(img.channels(), c.channels) << c.what;
+    const bool wide = std::string(c.what).find("16-bit") != std::string::npos;
+    ASSERT_EQ(img.type(), wide ? PixelType::f32 : PixelType::u8) << c.what;
+    const int row = img.width() * c.channels;
+    for (int y = 0; y < img.height(); ++y)
+      for (int i = 0; i < row; ++i) {
+        const float got = wide ? img.row<float>(y)[i] : img.row<unsigned char>(y)[i];
+        EXPECT_EQ(got, c.want[static_cast<std::size_t>(y * row + i)]) << c.what << " sample " << y * row + i;
+      }
+#if PIXELKIT_TEST_HAVE_OPENCV
+    EXPECT_TRUE(agrees(img, opencv_decode(c.png), 0.0, 0.0)) << c.what;
+#endif
+  }
+}
+
 TEST(PngCodec, CorruptDataIsAnIoErrorNamingTheSource) {
   if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
   const auto good = detail::encode_png(random_image(40, 30, 3, PixelType::u8, 5).cview(), "x");
@@ -292,6 +391,21 @@ TEST(PngCodec, CorruptDataIsAnIoErrorNamingTheSource) {
     EXPECT_EQ(status_of([&] { detail::decode_png(good.data(), n, "cut.png"); }, &msg), Status::io) << n;
     EXPECT_NE(msg.find("cut.png"), std::string::npos) << msg;
   }
+  // A header declaring 100000 x 100000 pixels over a few hundred bytes of data: refused before allocating.
+  auto huge = good;
+  const auto be32 = [&](std::size_t at, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) huge[at + i] = static_cast<unsigned char>(v >> (24 - 8 * i));
+  };
+  be32(16, 100000);  // IHDR's width and height, after the signature, length and type
+  be32(20, 100000);
+  std::uint32_t crc = 0xFFFFFFFFu;  // IHDR's CRC over its type and data
+  for (std::size_t i = 12; i < 29; ++i) {
+    crc ^= huge[i];
+    for (int k = 0; k < 8; ++k) crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
+  }
+  be32(29, crc ^ 0xFFFFFFFFu);
+  EXPECT_EQ(status_of([&] { detail::decode_png(huge.data(), huge.size(), "huge.png"); }, &msg), Status::io);
+  EXPECT_NE(msg.find("declares 100000x100000 pixels"), std::string::npos) << msg;
   auto bad = good;
   bad[bad.size() / 2] ^= 0x5a;
   EXPECT_EQ(status_of([&] { detail::decode_png(bad.data(), bad.size(), "bad.png"); }, &msg), Status::io);

@@ -46,6 +46,9 @@ void read_bytes(png_structp png, png_bytep out, png_size_t n) {
   s->pos += n;
 }
 
+/// Deflate's largest expansion (258 bytes from about 2 bits).
+constexpr double kMaxInflation = 1032.0;
+
 struct Layout {
   int width, height, channels, bit_depth;  ///< after the transforms
   std::size_t row_bytes;
@@ -72,6 +75,15 @@ int decode_raw(Source* src, Message* msg, Allocate allocate, void* ctx) {
   png_read_info(png, info);
   const int color_type = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
+  // Deflate expands at most 1032-fold: a header declaring more rows than the
+  // data could hold is refused before anything of its size is allocated.
+  const double declared = (static_cast<double>(png_get_rowbytes(png, info)) + 1) * png_get_image_height(png, info);
+  if (declared > kMaxInflation * static_cast<double>(src->size) + 4096) {
+    std::snprintf(msg->text, sizeof msg->text, "declares %ux%u pixels, more than its %zu bytes can hold",
+                  static_cast<unsigned>(png_get_image_width(png, info)),
+                  static_cast<unsigned>(png_get_image_height(png, info)), src->size);
+    png_longjmp(png, 1);
+  }
   png_bytep trans = nullptr;
   int num_trans = 0;
   png_color_16p trans_values = nullptr;
