@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(kernel_spec kernel_file hsv_range npy npz cli)
+[ ${#targets[@]} -gt 0 ] || targets=(kernel_spec kernel_file hsv_range npy npz png cli)
 BUILD=${BUILD:-build/fuzz}
 if [ "${PREBUILT:-0}" = 1 ]; then
   export LD_LIBRARY_PATH="$PWD/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
