@@ -8,6 +8,7 @@
 #   scripts/gpu-check.sh [--steps LIST] [--no-bench] [--quick-bench] [--only-bench]
 #                        [--studies "STUDY ..."]   (with the studies step)
 #                        [--tests "test_filter test_image ..."]  (the sanitizer steps' binaries; default all)
+#                        [--per-case] [--deadline SECONDS] [--from TOOL:BINARY:CASE]
 #
 # LIST: comma-separated steps among build, ctest, memcheck, racecheck,
 # initcheck, synccheck, bench, studies (default: all but studies, in that
@@ -22,6 +23,16 @@
 # test_filter, then --steps build,racecheck --tests "test_integral test_match"
 # and the rest, then --steps build,bench --quick-bench. (build is quick when
 # nothing changed and the machine is still warm; every step needs a build.)
+#
+# --per-case runs each GPU case of a binary as its own sanitizer process (a
+# log per case, and one slow case no longer holds the rest hostage);
+# --deadline SECONDS (from the script's start) stops the sanitizer steps
+# before the next binary or case once that much time has gone, prints where to
+# resume (--from TOOL:BINARY:CASE, or TOOL:BINARY without --per-case) and ends
+# with status 3 unless something failed. So a whole sanitizer pass is a few
+# calls of, e.g., --steps build,memcheck,racecheck --per-case --deadline 540.
+# Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
+# before first instrumented API call") is reported as such, not as a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/gpu}
@@ -29,6 +40,9 @@ LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
 steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all" only_tests=""
+per_case=0 deadline=0 resume_from=""
+t_start=$(date +%s)
+SANITIZER=${SANITIZER:-compute-sanitizer}
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps="$2"; shift ;;
@@ -37,6 +51,9 @@ while [ $# -gt 0 ]; do
     --only-bench) steps="build,bench" ;;
     --studies) studies_args="$2"; shift ;;
     --tests) only_tests="$2"; shift ;;
+    --per-case) per_case=1 ;;
+    --deadline) deadline="$2"; shift ;;
+    --from) resume_from="$2"; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -72,8 +89,28 @@ fi
 # of thousands of tiles: more than 5 minutes under initcheck on an H100; the
 # same kernel runs on the other look-back cases).
 gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*:VideoPipelineTest.*:Threads.*'
+stopped=""
+# past_deadline WHERE: true (and the resume point noted) once --deadline has passed.
+past_deadline() {
+  [ "$deadline" -gt 0 ] && [ $(($(date +%s) - t_start)) -ge "$deadline" ] || return 1
+  stopped="$1"
+  echo "gpu-check: deadline of ${deadline}s reached; resume with --from $1" | tee -a "$LOGS/summary.txt"
+}
+# skip_to WHERE: true while --from names a later point than WHERE.
+skip_to() {
+  [ -n "$resume_from" ] || return 1
+  if [ "$1" = "$resume_from" ]; then resume_from=""; return 1; fi
+  return 0
+}
+# run_sanitizer TOOL BINARY FILTER LOG ARGS...: one sanitizer process.
+run_sanitizer() {
+  local tool=$1 bin=$2 filt=$3 log=$4
+  shift 4
+  "$SANITIZER" --tool "$tool" "$@" --error-exitcode 99 "$bin" --gtest_filter="$filt" </dev/null >"$log" 2>&1
+}
 for tool in memcheck racecheck initcheck synccheck; do
   want "$tool" || continue
+  [ -z "$stopped" ] || break
   extra=() filter="$gpu_filter"
   case "$tool" in
     memcheck) extra=(--leak-check full) ;;
@@ -89,14 +126,34 @@ for tool in memcheck racecheck initcheck synccheck; do
     api=()
     case "$n" in test_limits | test_cuda_errors) api=(--report-api-errors no) ;; esac
     "$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | grep -q '^  ' || continue
-    note "$tool $n"
-    compute-sanitizer --tool "$tool" "${extra[@]}" "${api[@]}" --error-exitcode 99 "$t" --gtest_filter="$filter" \
-      >"$LOGS/${tool}_$n.log" 2>&1 || { status=1; echo "$tool FAILED for $n"; }
-    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/${tool}_$n.log" | tail -3
+    if [ "$per_case" = 0 ]; then
+      skip_to "$tool:$n" && continue
+      past_deadline "$tool:$n" && break
+      note "$tool $n"
+      run_sanitizer "$tool" "$t" "$filter" "$LOGS/${tool}_$n.log" "${extra[@]}" "${api[@]}" \
+        || { status=1; echo "$tool FAILED for $n"; }
+      grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$LOGS/${tool}_$n.log" | tail -3
+      continue
+    fi
+    note "$tool $n, case by case"
+    : >"$LOGS/${tool}_$n.log"
+    while read -r c; do
+      skip_to "$tool:$n:$c" && continue
+      past_deadline "$tool:$n:$c" && break
+      t0=$(date +%s)
+      if run_sanitizer "$tool" "$t" "$c" "$LOGS/case.log" "${extra[@]}" "${api[@]}"; then verdict=ok
+      elif grep -q 'terminated before first instrumented API call' "$LOGS/case.log"; then verdict="no CUDA call"
+      else verdict=FAILED; status=1
+      fi
+      echo "  $c: $verdict, $(($(date +%s) - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/case.log" | tail -1 | sed 's/^=* *//')"
+      cat "$LOGS/case.log" >>"$LOGS/${tool}_$n.log"
+    done < <("$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | awk '/^[^ ]/ {s = $1} /^  / {print s $1}')
+    rm -f "$LOGS/case.log"
+    [ -z "$stopped" ] || break
   done
 done
 
-if want bench; then
+if want bench && [ -z "$stopped" ]; then
   for b in "$BUILD"/bench/bench_*_gpu "$BUILD"/bench/bench_video; do
     [ -x "$b" ] || continue
     n=$(basename "$b")
@@ -129,5 +186,8 @@ if want studies; then
   bench/studies/run.sh --build "$BUILD" --out "$LOGS/studies" --label gpu $quick $studies_args || status=1
 fi
 echo
-if [ "$status" = 0 ]; then echo "gpu-check: ALL OK"; else echo "gpu-check: FAILURES (see logs in $LOGS)"; fi
-exit $status
+if [ "$status" != 0 ]; then echo "gpu-check: FAILURES (see logs in $LOGS)"; exit "$status"; fi
+if [ -n "$stopped" ]; then echo "gpu-check: INCOMPLETE, no failure so far (resume with --from $stopped)"; exit 3; fi
+if [ -n "$resume_from" ]; then echo "gpu-check: --from $resume_from matched nothing"; exit 2; fi
+echo "gpu-check: ALL OK"
+exit 0
