@@ -31,6 +31,7 @@
 # resume (--from TOOL:BINARY:CASE, or TOOL:BINARY without --per-case) and ends
 # with status 3 unless something failed. So a whole sanitizer pass is a few
 # calls of, e.g., --steps build,memcheck,racecheck --per-case --deadline 540.
+# SANITIZER (default compute-sanitizer) names the sanitizer program.
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
 set -uo pipefail

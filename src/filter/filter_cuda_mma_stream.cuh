@@ -321,7 +321,7 @@ struct MmaStreamParams {
   /// One wave with a tail band (mma_stream_tuning::tail_plan; 0 items: none).
   /// The segs bands above take one block an item; the rows from tail_y0 on
   /// form one more band of tail_rows, cut as the others are (edge strips in
-  /// tail_edge_subs pieces of tail_edge_rows), whose items the remaining
+  /// pieces of tail_edge_rows), whose items the remaining
   /// blocks of the grid walk in turn.
   int tail_items;
   int tail_y0;
