@@ -202,7 +202,6 @@ constexpr EdgeCut edge_cut(int steps, int factor) {
   const int e = (steps + factor - 1) / factor;
   return EdgeCut{16 * e, (steps + e - 1) / e};
 }
-constexpr int edge_pieces(int steps, int factor) { return edge_cut(steps, factor).pieces; }
 // 85 steps in halves: pieces of 43 steps, 2 of them; 15 steps in quarters: of 4, 4 of them; 5 in quarters: of 2, 3.
 static_assert(edge_cut(85, 2).rows == 16 * 43 && edge_cut(85, 2).pieces == 2, "edge_cut");
 static_assert(edge_cut(15, 4).rows == 16 * 4 && edge_cut(15, 4).pieces == 4, "edge_cut");
@@ -244,11 +243,11 @@ constexpr TailPlan tail_plan(int steps, int n_int, int n_edge, int factor, long 
   long long best_cost = (wave_steps + restart) * (32 - kTailMinGain32) / 32 + 1;
   for (int segs = 1; segs <= wave_segs; ++segs)
     for (int s = steps / (segs + 1); s >= 1 && segs * s < steps; ++s) {
-      const long long items = static_cast<long long>(n_int + n_edge * edge_pieces(s, factor)) * segs;
+      const long long items = static_cast<long long>(n_int + n_edge * edge_cut(s, factor).pieces) * segs;
       const long long left = resident - items;
       if (left <= 0) break;  // items do not fall as s grows
       const int h = steps - segs * s;
-      const long long tail_items = n_int + n_edge * edge_pieces(h, factor);
+      const long long tail_items = n_int + n_edge * edge_cut(h, factor).pieces;
       const long long rounds = (tail_items + left - 1) / left;
       const long long cost = std::max<long long>(s + restart, rounds * (h + restart));
       if (cost < best_cost) {
