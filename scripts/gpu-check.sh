@@ -9,6 +9,7 @@
 #                        [--studies "STUDY ..."]   (with the studies step)
 #                        [--tests "test_filter test_image ..."]  (the sanitizer steps' binaries; default all)
 #                        [--per-case] [--deadline SECONDS] [--from TOOL:BINARY:CASE]
+#                        [--case-timeout SECONDS]
 #
 # LIST: comma-separated steps among build, ctest, memcheck, racecheck,
 # initcheck, synccheck, bench, studies (default: all but studies, in that
@@ -31,6 +32,9 @@
 # resume (--from TOOL:BINARY:CASE, or TOOL:BINARY without --per-case) and ends
 # with status 3 unless something failed. So a whole sanitizer pass is a few
 # calls of, e.g., --steps build,memcheck,racecheck --per-case --deadline 540.
+# --case-timeout SECONDS (with --per-case) kills a case's sanitizer process
+# after that long and reports the case as TIMED OUT, a failure: one hung case
+# no longer takes the rest of the call.
 # SANITIZER (default compute-sanitizer) names the sanitizer program.
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
@@ -41,7 +45,7 @@ LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
 steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all" only_tests=""
-per_case=0 deadline=0 resume_from=""
+per_case=0 deadline=0 resume_from="" case_timeout=0
 t_start=$(date +%s)
 SANITIZER=${SANITIZER:-compute-sanitizer}
 while [ $# -gt 0 ]; do
@@ -55,6 +59,7 @@ while [ $# -gt 0 ]; do
     --per-case) per_case=1 ;;
     --deadline) deadline="$2"; shift ;;
     --from) resume_from="$2"; shift ;;
+    --case-timeout) case_timeout="$2"; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -88,7 +93,14 @@ fi
 # 2600 image; the same kernels run on the smaller ones). racecheck and initcheck also leave out
 # IntegralCudaLookBack.LongChains* (the look-back scan's spin-waits on chains
 # of thousands of tiles: more than 5 minutes under initcheck on an H100; the
-# same kernel runs on the other look-back cases).
+# same kernel runs on the other look-back cases). racecheck also leaves out
+# Threads.ConcurrentCallsGiveTheSingleThreadedResults (four host threads
+# launching at once): under racecheck (CUDA 13.0, driver 580) it hangs in most
+# runs, with "Internal Sanitizer Error: Detected a failure to track a kernel
+# launch", also with the integral's 4-launch variant (no kernel of ours then
+# waits on another block) and never with no kernel instrumented; it passes
+# plain (40 of 40), under memcheck, initcheck and synccheck, and racecheck runs
+# every kernel it calls in the other cases (notes, run 42).
 gpu_filter='*cuda*:*Cuda*:*CUDA*:*Device*:*GPU*:*Gpu*:VideoPipelineTest.*:Threads.*'
 stopped=""
 # past_deadline WHERE: true (and the resume point noted) once --deadline has passed.
@@ -103,11 +115,13 @@ skip_to() {
   if [ "$1" = "$resume_from" ]; then resume_from=""; return 1; fi
   return 0
 }
-# run_sanitizer TOOL BINARY FILTER LOG ARGS...: one sanitizer process.
+# run_sanitizer TOOL BINARY FILTER LOG ARGS...: one sanitizer process (status
+# 124 if --case-timeout applies and it ran past it).
 run_sanitizer() {
-  local tool=$1 bin=$2 filt=$3 log=$4
+  local tool=$1 bin=$2 filt=$3 log=$4 limit=()
   shift 4
-  "$SANITIZER" --tool "$tool" "$@" --error-exitcode 99 "$bin" --gtest_filter="$filt" </dev/null >"$log" 2>&1
+  if [ "$per_case" = 1 ] && [ "$case_timeout" -gt 0 ]; then limit=(timeout -k 5 "$case_timeout"); fi
+  "${limit[@]}" "$SANITIZER" --tool "$tool" "$@" --error-exitcode 99 "$bin" --gtest_filter="$filt" </dev/null >"$log" 2>&1
 }
 for tool in memcheck racecheck initcheck synccheck; do
   want "$tool" || continue
@@ -115,7 +129,7 @@ for tool in memcheck racecheck initcheck synccheck; do
   extra=() filter="$gpu_filter"
   case "$tool" in
     memcheck) extra=(--leak-check full) ;;
-    racecheck) filter="$gpu_filter:-*Large*:*Photos*:*LongChains*:*ManyStreams*" ;;
+    racecheck) filter="$gpu_filter:-*Large*:*Photos*:*LongChains*:*ManyStreams*:Threads.ConcurrentCalls*" ;;
     initcheck) filter="$gpu_filter:-*LongChains*:*ManyStreams*" ;;  # CUDA 13: unused-memory tracking is off unless --track-unused-memory is given
   esac
   for t in "$BUILD"/tests/test_*; do
@@ -142,7 +156,10 @@ for tool in memcheck racecheck initcheck synccheck; do
       skip_to "$tool:$n:$c" && continue
       past_deadline "$tool:$n:$c" && break
       t0=$(date +%s)
-      if run_sanitizer "$tool" "$t" "$c" "$LOGS/case.log" "${extra[@]}" "${api[@]}"; then verdict=ok
+      run_sanitizer "$tool" "$t" "$c" "$LOGS/case.log" "${extra[@]}" "${api[@]}"
+      rc=$?
+      if [ "$rc" = 0 ]; then verdict=ok
+      elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then verdict="TIMED OUT after ${case_timeout}s"; status=1
       elif grep -q 'terminated before first instrumented API call' "$LOGS/case.log"; then verdict="no CUDA call"
       else verdict=FAILED; status=1
       fi
