@@ -382,6 +382,39 @@ TEST(PngCodec, ExpandsLowDepthsPalettesTransparencyAndGreyAlphaAsOpenCvDoes) {
   }
 }
 
+// Adam7 fills each row over several passes, and 8-bit images are decoded
+// straight into the image's rows, whose pitch exceeds the row's bytes at odd
+// widths: an interlaced image of several rows, built by hand, pass by pass.
+TEST(PngCodec, InterlacedImagesOfSeveralRowsLandInPitchedRows) {
+  if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
+  const int w = 13, h = 11, c = 3;
+  std::vector<unsigned char> px(static_cast<std::size_t>(w) * h * c);
+  for (std::size_t i = 0; i < px.size(); ++i) px[i] = static_cast<unsigned char>(i * 37 + 11);
+  // Adam7: pass p takes the pixels (x0 + k dx, y0 + j dy); each of its rows
+  // is a filter byte (0) and those pixels.
+  const int pass[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
+  std::vector<unsigned char> raw;
+  for (const auto& p : pass)
+    for (int y = p[1]; y < h; y += p[3]) {
+      if (p[0] >= w) break;  // an empty pass has no rows
+      raw.push_back(0);
+      for (int x = p[0]; x < w; x += p[2])
+        for (int k = 0; k < c; ++k) raw.push_back(px[(static_cast<std::size_t>(y) * w + x) * c + k]);
+    }
+  const std::vector<unsigned char> png = hand_made_png(w, h, 8, 2, true, raw, {});
+  const Image img = detail::decode_png(png.data(), png.size(), "interlaced 13x11");
+  ASSERT_EQ(img.width(), w);
+  ASSERT_EQ(img.height(), h);
+  ASSERT_EQ(img.channels(), c);
+  ASSERT_EQ(img.type(), PixelType::u8);
+  EXPECT_GT(img.pitch(), static_cast<std::ptrdiff_t>(w * c)) << "the rows should be padded for this test to mean much";
+  for (int y = 0; y < h; ++y)
+    ASSERT_EQ(0, std::memcmp(img.row<unsigned char>(y), px.data() + static_cast<std::size_t>(y) * w * c, w * c)) << "row " << y;
+#if PIXELKIT_TEST_HAVE_OPENCV
+  EXPECT_TRUE(agrees(img, opencv_decode(png), 0.0, 0.0));
+#endif
+}
+
 TEST(PngCodec, CorruptDataIsAnIoErrorNamingTheSource) {
   if (!detail::png_codec_available()) GTEST_SKIP() << "libpng was not found at build time";
   const auto good = detail::encode_png(random_image(40, 30, 3, PixelType::u8, 5).cview(), "x");

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <utility>
 
 #include "pixelkit/config.hpp"
 #include "pixelkit/error.hpp"
@@ -53,9 +55,10 @@ struct Layout {
   int width, height, channels, bit_depth;  ///< after the transforms
   std::size_t row_bytes;
 };
-/// Gives decode_raw the buffer of `layout.row_bytes * height` bytes to
-/// decode into, or nullptr where it cannot (decode_raw then gives up).
-using Allocate = unsigned char* (*)(void* ctx, const Layout& layout);
+/// Gives decode_raw the buffer to decode into, `height` rows of
+/// `layout.row_bytes` bytes, `*pitch` bytes apart, all zero; or nullptr where
+/// it cannot (decode_raw then gives up).
+using Allocate = unsigned char* (*)(void* ctx, const Layout& layout, std::size_t* pitch);
 
 /// Decodes into the buffer `allocate` gives. Returns 0, or 1 with `msg` set.
 /// OpenCV's channel rules (grfmt_png.cpp, IMREAD_UNCHANGED): RGB or palette
@@ -103,28 +106,45 @@ int decode_raw(Source* src, Message* msg, Allocate allocate, void* ctx) {
                 channels, depth == 16 ? 16 : 8, png_get_rowbytes(png, info)};
   if (layout.row_bytes != static_cast<std::size_t>(layout.width) * channels * (layout.bit_depth / 8))
     png_error(png, "unexpected row layout");
-  unsigned char* out = allocate(ctx, layout);
+  std::size_t pitch = layout.row_bytes;
+  unsigned char* out = allocate(ctx, layout, &pitch);
   if (out == nullptr) png_error(png, "image too large for memory");
   for (int pass = 0; pass < passes; ++pass)
-    for (int y = 0; y < layout.height; ++y) png_read_row(png, out + y * layout.row_bytes, nullptr);
+    for (int y = 0; y < layout.height; ++y) png_read_row(png, out + y * pitch, nullptr);
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
   return 0;
 }
 
+/// Where decode_png's pixels go: 8-bit samples straight into the image's
+/// rows; 16-bit ones into `raw`, to become f32 afterwards. An allocation that
+/// fails keeps its exception here (decode_raw only sees nullptr) so that
+/// decode_png rethrows it as it is.
 struct DecodeTarget {
+  Memory memory = Memory::host;
   Layout layout{};
+  Image image;
   std::vector<unsigned char> raw;
+  std::exception_ptr failure;
 };
-unsigned char* allocate_raw(void* ctx, const Layout& layout) {
+unsigned char* allocate_target(void* ctx, const Layout& layout, std::size_t* pitch) {
   auto* t = static_cast<DecodeTarget*>(ctx);
   t->layout = layout;
   try {
-    t->raw.assign(layout.row_bytes * static_cast<std::size_t>(layout.height), 0);
-  } catch (const std::bad_alloc&) {
+    if (layout.bit_depth == 16) {
+      t->raw.assign(layout.row_bytes * static_cast<std::size_t>(layout.height), 0);
+      return t->raw.data();
+    }
+    t->image = Image(layout.width, layout.height, layout.channels, PixelType::u8, t->memory);
+    // Zeroed, as the raw buffer is: an interlaced image's rows are built up
+    // over several passes.
+    for (int y = 0; y < layout.height; ++y) std::memset(t->image.row<unsigned char>(y), 0, layout.row_bytes);
+    *pitch = static_cast<std::size_t>(t->image.pitch());
+    return t->image.row<unsigned char>(0);
+  } catch (...) {
+    t->failure = std::current_exception();
     return nullptr;
   }
-  return t->raw.data();
 }
 
 // ---- encoding ------------------------------------------------------------------
@@ -190,17 +210,16 @@ Image decode_png(const unsigned char* data, std::size_t size, const std::string&
   Source src{data, size, 0};
   Message msg;
   DecodeTarget target;
-  if (decode_raw(&src, &msg, allocate_raw, &target) != 0)
+  target.memory = memory;
+  if (decode_raw(&src, &msg, allocate_target, &target) != 0) {
+    if (target.failure) std::rethrow_exception(target.failure);
     throw Error(Status::io, what + " is a corrupt PNG file (" + msg.text + ")");
+  }
   const Layout& l = target.layout;
-  const bool wide = l.bit_depth == 16;
-  Image img(l.width, l.height, l.channels, wide ? PixelType::f32 : PixelType::u8, memory);
+  if (l.bit_depth != 16) return std::move(target.image);
+  Image img(l.width, l.height, l.channels, PixelType::f32, memory);
   for (int y = 0; y < l.height; ++y) {
     const unsigned char* in = target.raw.data() + y * l.row_bytes;
-    if (!wide) {
-      std::memcpy(img.row<unsigned char>(y), in, l.row_bytes);
-      continue;
-    }
     float* out = img.row<float>(y);
     for (std::size_t i = 0; i < l.row_bytes / 2; ++i) {
       std::uint16_t v;

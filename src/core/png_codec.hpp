@@ -7,8 +7,8 @@
 // Decoding matches OpenCV's IMREAD_UNCHANGED: grey, RGB and RGBA as stored,
 // palettes expanded to RGB (RGBA where the file has transparency), grey
 // below 8 bits expanded, no gamma or colour-space conversion; 16-bit
-// samples become f32 values 0..65535 (as read_image converts OpenCV's 16U).
-// Grey + alpha (2 channels) is refused, as read_image refuses it.
+// samples become f32 values 0..65535 (as read_image converts OpenCV's 16U);
+// grey + alpha becomes RGBA, as OpenCV makes it.
 #pragma once
 
 #include <string>
@@ -22,7 +22,7 @@ namespace pixelkit::detail {
 bool png_codec_available() noexcept;
 
 /// Decodes PNG bytes into a host image of `memory`. Throws io naming `what`
-/// for corrupt data, unsupported for 2 channels or a build without libpng.
+/// for corrupt data, unsupported in a build without libpng.
 Image decode_png(const unsigned char* data, std::size_t size, const std::string& what, Memory memory = Memory::host);
 
 /// Encodes a host image (u8, or f32 rounded to nearest and saturated to u8;
