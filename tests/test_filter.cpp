@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include "filter/filter_cuda_mma.hpp"
+#include "filter/filter_cuda_stream.hpp"
 #endif
 
 #if PIXELKIT_TEST_HAVE_OPENCV
@@ -43,6 +44,18 @@ Kernel random_kernel(int w, int h, std::uint32_t seed) {
   for (auto& v : c) { v = d(rng); sum += std::fabs(v); }
   for (auto& v : c) v /= sum * 0.5f;  // keeps u8 results spread over 0..255 and beyond
   return Kernel::from_matrix(w, h, c, "random" + std::to_string(w) + "x" + std::to_string(h));
+}
+
+/// A random dense 3x3 smoothing kernel of gain 1 (coefficients 1/9 +- 1/9,
+/// the benchmark's kind): the row-streaming kernel's fp16 instance takes it.
+Kernel random_smoothing3(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> c(9);
+  float sum = 0;
+  for (auto& v : c) sum += v = d(rng);
+  for (auto& v : c) v = v / 9 + (1.0f - sum / 9) / 9;
+  return Kernel::from_matrix(3, 3, c, "smoothing3x3");
 }
 
 const std::vector<Border>& all_borders() {
@@ -781,6 +794,35 @@ TEST(FilterCudaHost, IntegerFactorsAreFoundExactlyOrDeclined) {
         << k.name;
   }
 }
+
+// Host side of the row-streaming kernel's fp16 instance, no GPU needed: the
+// error bound against values worked by hand, and which kernels it admits.
+TEST(FilterCudaHost, HalfPrecisionBoundAdmitsSmoothingKernelsOnly) {
+  using detail::cuda_filter::kStreamHalfMaxError;
+  using detail::cuda_filter::stream_half_error_bound;
+  // The identity: the four operations before the 1 reach nothing (half the
+  // subnormal spacing, 2^-25, at the instance's scale of 2^-10: 2^-15 each),
+  // the 1 and the four after it 255 (half a unit in the last place there,
+  // 2^(7 - 11) = 1/16, each), though every result is exact in fact: a bound,
+  // not an estimate.
+  const float identity[9] = {0, 0, 0, 0, 1, 0, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(stream_half_error_bound(identity), 4 * std::ldexp(1.0, -15) + 5.0 / 16);
+  // Admitted: smoothing kernels of gain 1 (products and sums below 256).
+  for (const char* spec : {"1,2,1;2,5,2;1,2,1/17", "0,1,0;1,4,1;0,1,0/8", "1,1,1;1,2,1;1,1,1/10"}) {
+    const Kernel k = parse_kernel(spec);
+    ASSERT_FALSE(k.separable) << spec;
+    const double e = stream_half_error_bound(k.coeffs.data());
+    EXPECT_GT(e, 0.0) << spec;
+    EXPECT_LE(e, kStreamHalfMaxError) << spec;
+  }
+  // Declined: sums that reach beyond 256 on the way (sharpen's centre 5 *
+  // 255, edge's 8 * 255, emboss, laplacian's -4 * 255), a gain of 2, and
+  // coefficients fp16 cannot hold.
+  for (const char* spec : {"sharpen", "edge", "emboss", "laplacian", "1,2,1;2,5,2;1,2,1/8.5", "0,0,0;0,1,0;0,0,4.5"})
+    EXPECT_GT(stream_half_error_bound(parse_kernel(spec).coeffs.data()), kStreamHalfMaxError) << spec;
+  const float inf[9] = {0, 0, 0, 0, 1, 0, 0, 0, 70000.0f};
+  EXPECT_GT(stream_half_error_bound(inf), 1e300);
+}
 #endif
 
 // The streaming kernel's integer instances (run 20 of the notes): kernels that
@@ -1137,6 +1179,8 @@ TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
       {Kernel::gaussian(21), nullptr, nullptr, "tensor cores streaming 21x21"},
       {Kernel::gaussian(13), "off", nullptr, "separable fused 13x13"},
       {random_kernel(7, 7, 76), "off", nullptr, "dense tiled 7x7"},
+      {random_smoothing3(77), nullptr, nullptr, "dense streaming 3x3 in fp16 (u8"},
+      {random_smoothing3(78), nullptr, "on", "dense streaming 3x3 in fp16 in bands"},
   };
   const Border b{BorderMode::reflect101, 0};
   const int w = 777, h = 389;
@@ -1271,6 +1315,47 @@ TEST(FilterCuda, StreamingKernelsAgreeWithRef) {
   }
 }
 
+TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
+  PIXELKIT_REQUIRE_GPU();
+  // Dense 3x3 kernels whose fp16 error bound is at most kStreamHalfMaxError
+  // run on packed fp16 pairs (products_h): every output within 1 of ref's on
+  // every size, border and channel count of the FP32 instance's sweep, the
+  // path naming it; with PIXELKIT_CUDA_FILTER_HALF=off the same kernels run
+  // in FP32. Kernels beyond the bound (sharpen: 3.75) never take it.
+  const bool sm80 = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  std::vector<Kernel> kernels = {random_smoothing3(93), random_smoothing3(94), parse_kernel("1,2,1;2,5,2;1,2,1/17")};
+  for (const Kernel& k : kernels)
+    ASSERT_LE(detail::cuda_filter::stream_half_error_bound(k.coeffs.data()), detail::cuda_filter::kStreamHalfMaxError)
+        << k.name;
+  const std::vector<SweepSize> sizes = {{1, 1, 3},    {2, 1, 1},   {1, 17, 4}, {7, 3, 3},  {170, 9, 3},
+                                        {171, 40, 3}, {128, 5, 4}, {257, 33, 1}, {65, 70, 4}, {700, 61, 3}};
+  const auto [differing, total] = sweep_device_against_ref(sizes, kernels, 3300, sm80, "3x3 in fp16", {""});
+  std::printf("row streaming in fp16 vs ref: %lld of %lld elements off by one\n", differing, total);
+  // The bound allows 1 everywhere; the errors are far smaller on average.
+  EXPECT_LE(differing, total / 5) << differing << " of " << total << " elements off by one";
+  const Image src = random_image(300, 90, 3, PixelType::u8, 3400);
+  for (const char* half : {"", "off"}) {
+    ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);
+    for (const Kernel& k : {kernels[0], parse_kernel("sharpen")}) {
+      std::string path;
+      const Image got = run_device(src.cview(), k, Border{}, &path);
+      const Image want = run(Backend::ref, src, k, Border{});
+      EXPECT_TRUE(agrees(got, want)) << path;
+      const bool fp16 = *half == '\0' && k.name != "sharpen";
+      if (sm80) {
+        EXPECT_EQ(path.find(" in fp16") != std::string::npos, fp16) << half << " " << k.name << " " << path;
+        EXPECT_TRUE(row_streaming_path(path)) << path;
+      }
+      // In FP32 the sums are taken in ref's order (off by one only where a
+      // contracted multiply-add rounds across a half: 12 of 4.4 M elements
+      // in StreamingKernelsAgreeWithRef); in fp16 on ~5% of them.
+      const long long n = static_cast<long long>(src.width()) * src.height() * 3;
+      EXPECT_LE(count_differing(got.cview(), want.cview()), fp16 ? n / 5 : n / 1000) << half << " " << k.name << " " << path;
+    }
+  }
+}
+
 TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   PIXELKIT_REQUIRE_GPU();
   // 2000 x 600 RGB: 12 strips, segments of tens of rows, so each warp's ring
@@ -1284,7 +1369,8 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   // their own path (stream_kernel's BAND instance), which forms every sum
   // with the same operations in the same order as the general walk: its
   // output must equal the default layout's bit for bit.
-  const std::vector<Kernel> kernels = {parse_kernel("edge"), random_kernel(3, 3, 46), parse_kernel("gaussian:3")};
+  const std::vector<Kernel> kernels = {parse_kernel("edge"), random_kernel(3, 3, 46), parse_kernel("gaussian:3"),
+                                       random_smoothing3(47)};  // the last in fp16
   const std::vector<Border> borders = {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}};
   std::vector<Image> one_wave;
   for (const char* bands : {"", "on", "5"}) {

@@ -8,7 +8,10 @@
 //                                                  PIXELKIT_CUDA_FILTER_MMA=on or dense: never);
 //                                                 separable with whole-number factors over a
 //                                                 power of two (gaussian:3): its exact integer
-//                                                 instance (PIXELKIT_CUDA_FILTER_INT=off: never)
+//                                                 instance (PIXELKIT_CUDA_FILTER_INT=off: never);
+//                                                 dense whose fp16 error bound is at most 0.75
+//                                                 (smoothing kernels): its fp16 instance
+//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never)
 //   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
 //       level                                     filter_cuda_mma_stream.cuh, sm_80 up; whole-number
@@ -127,6 +130,11 @@ bool int_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_INT"); }
 /// benchmark compares the paths with it); unset or anything else: the u8 3x3
 /// kernels take it.
 bool stream_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_STREAM"); }
+
+/// PIXELKIT_CUDA_FILTER_HALF=off: the row-streaming kernel runs every dense
+/// 3x3 kernel in FP32; unset or anything else: in fp16 where its error bound
+/// allows (stream_half_error_bound).
+bool half_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_HALF"); }
 
 /// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
 /// kernels walk large images in bands of short segments, notes run 15),
@@ -308,7 +316,7 @@ class CudaFilterImpl final : public CudaFilter {
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
       // The integer instances: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
-      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled());
+      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled(), half_enabled());
       stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
     }
     mma_dense_ = MmaDenseCoeffs{};
@@ -437,7 +445,7 @@ class CudaFilterImpl final : public CudaFilter {
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + (si.integer ? " integer factors" : "") +
-               (bands ? " in bands" : "") + shape;
+               (si.half ? " in fp16" : "") + (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
         // One wave of blocks, one (strip, segment) item each: segments as

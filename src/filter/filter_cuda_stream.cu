@@ -2,6 +2,9 @@
 // which kernels it takes and its instance table. The launch is in
 // filter_cuda.cu, beside the other paths.
 #include <cmath>
+#include <cstring>
+
+#include <cuda_fp16.h>
 
 #include "filter/filter_cuda_mma.hpp"  // mma_stream_integer_factors
 #include "filter/filter_cuda_stream.cuh"
@@ -17,6 +20,16 @@ StreamKernelInfo info(bool separable) {
                              : reinterpret_cast<const void*>(stream_kernel<C, false>);
   const void* band_fn = separable ? fn : reinterpret_cast<const void*>(stream_kernel<C, false, true>);
   return {fn, band_fn, stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes, 3, false};
+}
+
+/// The fp16 instance (dense 3x3).
+template <int C>
+StreamKernelInfo info_half() {
+  StreamKernelInfo i{reinterpret_cast<const void*>(stream_kernel<C, false, false, 3, false, true>),
+                     reinterpret_cast<const void*>(stream_kernel<C, false, true, 3, false, true>),
+                     stream_tuning::kSmemBytes, false, stream_tuning::kStripBytes, 3, false};
+  i.half = true;
+  return i;
 }
 
 /// The integer instances (K = 3 or 5: separable, whole-number factors).
@@ -45,7 +58,30 @@ bool integer_factors(const Kernel& kernel, int n, int* ip, int* iq, int* a) {
 
 }  // namespace
 
-StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int) {
+namespace {
+/// c * 2^14 rounded to fp16, as the fp16 instance holds its coefficients.
+__half scaled_half(float c) { return __float2half_rn(std::ldexp(c, kStreamHalfScale)); }
+}  // namespace
+
+double stream_half_error_bound(const float* c) {
+  double err = 0, reach = 0;
+  for (int i = 0; i < 9; ++i) {
+    if (!std::isfinite(c[i])) return HUGE_VAL;
+    const double h = std::ldexp(static_cast<double>(__half2float(scaled_half(c[i]))), -kStreamHalfScale);
+    if (!std::isfinite(h)) return HUGE_VAL;  // |c| beyond 65504 / 2^14
+    err += 255.0 * std::fabs(static_cast<double>(c[i]) - h);
+    reach += 255.0 * std::fabs(h);
+    // This operation's result is at most m in magnitude, held as m * 2^-10:
+    // fp16's half unit in the last place there is 2^(e - 11) for m in [2^e,
+    // 2^(e+1)) once m * 2^-10 is normal (m >= 2^-4), else half the subnormal
+    // spacing, 2^-25, i.e. 2^-15 at the true scale.
+    const double m = reach + err;
+    err += m < std::ldexp(1.0, -4) ? std::ldexp(1.0, -15) : std::ldexp(1.0, std::ilogb(m) - 11);
+  }
+  return err;
+}
+
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half) {
   if (kernel.width == 5 && kernel.height == 5) {
     if (!kernel.separable || !allow_int) return {};
     return info_int<5>(channels);
@@ -54,6 +90,14 @@ StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allo
   const bool sep = kernel.separable && kernel.row.size() == 3 && kernel.col.size() == 3;
   int ip[3], iq[3], a = 0;
   if (sep && allow_int && integer_factors(kernel, 3, ip, iq, &a)) return info_int<3>(channels);
+  if (!sep && allow_half && stream_half_error_bound(kernel.coeffs.data()) <= kStreamHalfMaxError) {
+    switch (channels) {
+      case 1: return info_half<1>();
+      case 3: return info_half<3>();
+      case 4: return info_half<4>();
+      default: return {};
+    }
+  }
   switch (channels) {
     case 1: return info<1>(sep);
     case 3: return info<3>(sep);
@@ -76,6 +120,15 @@ bool make_stream_coeffs(const Kernel& kernel, const Border& border, const Stream
     int ip[5], iq[5], a = 0;
     if (!integer_factors(kernel, n, ip, iq, &a)) return false;
     for (int i = 0; i < n; ++i) p->ip[i] = ip[i], p->iq[i] = iq[i] << (8 - a);
+    return true;
+  }
+  if (info.half) {
+    for (int i = 0; i < 9; ++i) {
+      const __half h = scaled_half(kernel.coeffs[static_cast<std::size_t>(i)]);
+      unsigned short u = 0;
+      std::memcpy(&u, &h, sizeof u);
+      p->hc[i] = static_cast<unsigned>(u) * 0x00010001u;
+    }
     return true;
   }
   if (info.separable) {

@@ -1,9 +1,13 @@
 // Row-streaming u8 filter for 3x3 kernels: stream_kernel<C, SEP>, dense
-// (9 products per output) or separable (3 + 3), FP32 arithmetic; and for
+// (9 products per output) or separable (3 + 3), FP32 arithmetic; for
 // separable 3x3 and 5x5 kernels of whole-number factors over 2^8 at most
 // (gaussian:3 and 5, binomials): stream_kernel<C, true, BAND, K, true>, exact
 // integer sums on packed 16-bit lanes (products5 below; notes, runs 26 and
-// 37).
+// 37); and for dense 3x3 kernels whose fp16 error bound proves every output
+// within 1 grey level (smoothing kernels; stream_half_error_bound):
+// stream_kernel<C, false, BAND, 3, false, true>, products and sums on packed
+// fp16 pairs, half the FP32 instance's multiply-adds (products_h below;
+// notes, run 43: 4K RGB 0.0286 -> 0.0243 ms).
 //
 // Why. The tiled kernels (filter_cuda_kernels.cuh, filter_cuda_mma_dense.cuh)
 // stage a 2D tile with its apron in shared memory, synchronise the block and
@@ -126,6 +130,30 @@ constexpr bool bands_by_rule(int side, long long segs16, long long wave) {
 constexpr int kMinBlocksPerSM = 5;
 }  // namespace stream_tuning
 
+/// Packed fp16 pairs held in 32-bit words (the fp16 instance, products_h).
+__device__ __forceinline__ unsigned hfma2_u32(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+/// max(0, a * b + c) on both halves (sm_80 up).
+__device__ __forceinline__ unsigned hfma2_relu_u32(unsigned a, unsigned b, unsigned c) {
+  unsigned d;
+  asm("fma.rn.relu.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ unsigned hmul2_u32(unsigned a, unsigned b) {
+  unsigned d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+/// min(a, b) on both halves (sm_80 up).
+__device__ __forceinline__ unsigned hmin2_u32(unsigned a, unsigned b) {
+  unsigned d;
+  asm("min.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
 struct StreamParams {
   FilterArgs<std::uint8_t> a;
   float c[9];            ///< dense: 3 x 3, row-major
@@ -146,6 +174,10 @@ struct StreamParams {
   /// the first 3 of each.)
   int ip[5];
   int iq[5];
+  /// The fp16 instance (HF: dense 3x3): c[] times 2^14 rounded to fp16, each
+  /// in both halves of a word (make_stream_coeffs; taken only where
+  /// stream_half_error_bound allows).
+  unsigned hc[9];
 };
 
 /// BAND: the instance for the band layout (strip_major), with the interior
@@ -155,14 +187,16 @@ struct StreamParams {
 ///
 /// K: the kernel's side, 3 or 5. IQ (SEP only; always for K = 5):
 /// whole-number factors on packed 16-bit lanes, two elements a register
-/// (products5 below); else FP32 arithmetic, dense or separable.
-template <int C, bool SEP, bool BAND = false, int K = 3, bool IQ = (K == 5)>
+/// (products5 below); HF (dense 3x3 only): products and sums in fp16, two
+/// elements a register (products_h below); else FP32 arithmetic, dense or
+/// separable.
+template <int C, bool SEP, bool BAND = false, int K = 3, bool IQ = (K == 5), bool HF = false>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
     stream_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   using namespace stream_tuning;
-  static_assert((K == 3 || (K == 5 && IQ)) && (!IQ || SEP),
-                "3x3 dense or separable, 3x3 and 5x5 separable in whole numbers");
+  static_assert((K == 3 || (K == 5 && IQ)) && (!IQ || SEP) && (!HF || (K == 3 && !SEP && !IQ)),
+                "3x3 dense or separable, 3x3 and 5x5 separable in whole numbers, 3x3 dense in fp16");
   constexpr int KW = K, KH = K, RY = K / 2;
   constexpr int R = RY * C;  // horizontal reach in bytes
   constexpr int LB = kLaneBytes, HB = kHaloBytes, SB = kStripBytes, SLOT = kSlotBytes;
@@ -314,7 +348,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     }
   };
 
-  [[maybe_unused]] float acc[IQ ? 1 : KH][LB];
+  [[maybe_unused]] float acc[IQ || HF ? 1 : KH][LB];
 
   // Input row t's products, from its window words w: the row feeds output
   // rows o = t - ky for which valid(ky) holds; put(v) gets a finished row.
@@ -417,11 +451,74 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       }
     });
   };
-  // Row t's products for either kind (FP32 or integer); put(q) gets a
+  // The fp16 instance (dense 3x3; the host takes it only where
+  // stream_half_error_bound proves every output within 1 of the exact sum's
+  // rounding): row t's products on packed fp16 pairs, half the FP32
+  // instance's multiply-adds. The window's elements -8 .. 23 become pairs
+  // pe[i] = (e, e + 1), e = 2 i - 8, with one PRMT each and no conversion:
+  // a 16-bit half whose bits are a byte b is the subnormal b * 2^-24, exact,
+  // and the coefficients are held times 2^14 (make_stream_coeffs), so every
+  // product and sum is the true one times 2^-10, inside fp16's normal range
+  // for sums from 1/16 up. Taps at an odd distance are the halves of the two
+  // pairs around them (one PRMT), as in products5; every tap is formed once a
+  // row and serves the 3 output rows the row touches. The sums are taken in
+  // the FP32 instance's (the reference's) order, each product and sum rounded
+  // to fp16; the last multiply-add clamps at 0 (.relu). A finished pair s is
+  // rounded to whole numbers by s * 2^10 + 1024 in one multiply-add (round
+  // to nearest even at fp16's spacing of 1 there), clamped at 1279 (255) and
+  // its low bytes are the outputs.
+  [[maybe_unused]] unsigned hacc[HF ? KH : 1][LB / 2];
+  [[maybe_unused]] auto products_h = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
+    constexpr int S = decltype(s_const)::value;
+    constexpr unsigned k1024 = 0x64006400u, k1279 = 0x64ff64ffu;
+    unsigned pe[16];
+    static_for<0, 16>([&](auto i_const) {
+      constexpr int i = decltype(i_const)::value;
+      pe[i] = __byte_perm(w[2 + i / 2], 0u, (i & 1) ? 0x4342u : 0x4140u);
+    });
+    unsigned tp[KW][LB / 2];
+    static_for<0, LB / 2>([&](auto j_const) {
+      constexpr int j = decltype(j_const)::value;
+      static_for<0, KW>([&](auto k_const) {
+        constexpr int k = decltype(k_const)::value;
+        constexpr int d = (k - RY) * C;
+        if constexpr (d % 2 == 0) {
+          tp[k][j] = pe[j + 4 + d / 2];
+        } else {
+          constexpr int i0 = j + 4 + (d - 1) / 2;
+          tp[k][j] = __byte_perm(pe[i0], pe[i0 + 1], 0x5432u);
+        }
+      });
+    });
+    static_for<0, KH>([&](auto ky_const) {
+      constexpr int ky = decltype(ky_const)::value;
+      constexpr int A = ((S - ky) % KH + KH) % KH;
+      if (valid(ky_const)) {
+#pragma unroll
+        for (int j = 0; j < LB / 2; ++j) {
+          unsigned v = ky == 0 ? hmul2_u32(p.hc[0], tp[0][j]) : hfma2_u32(p.hc[ky * KW], tp[0][j], hacc[A][j]);
+#pragma unroll
+          for (int kx = 1; kx < KW - 1; ++kx) v = hfma2_u32(p.hc[ky * KW + kx], tp[kx][j], v);
+          constexpr int kl = ky * KW + KW - 1;
+          hacc[A][j] = ky == KH - 1 ? hfma2_relu_u32(p.hc[kl], tp[KW - 1][j], v) : hfma2_u32(p.hc[kl], tp[KW - 1][j], v);
+        }
+        if constexpr (ky == KH - 1) {
+          unsigned r[LB / 2];
+#pragma unroll
+          for (int j = 0; j < LB / 2; ++j) r[j] = hmin2_u32(hfma2_u32(hacc[A][j], k1024, k1024), k1279);
+          put(make_uint4(__byte_perm(r[0], r[1], 0x6420u), __byte_perm(r[2], r[3], 0x6420u),
+                         __byte_perm(r[4], r[5], 0x6420u), __byte_perm(r[6], r[7], 0x6420u)));
+        }
+      }
+    });
+  };
+  // Row t's products for any kind (FP32, integer or fp16); put(q) gets a
   // finished row as bytes.
   auto row_products = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     if constexpr (IQ)
       products5(s_const, w, valid, put);
+    else if constexpr (HF)
+      products_h(s_const, w, valid, put);
     else
       products(s_const, w, valid, [&](const float(&v)[LB]) { put(pack16(v)); });
   };

@@ -21,7 +21,30 @@ struct StreamKernelInfo {
   /// Whole-number factors on packed 16-bit lanes (all 5x5 instances; 3x3
   /// separable ones whose factors allow it); else FP32.
   bool integer = false;
+  /// Dense 3x3 on packed fp16 pairs (stream_half_error_bound); else FP32.
+  bool half = false;
 };
+
+/// The fp16 instance's error bound: the largest |fp16 result - exact sum|
+/// over all u8 inputs for the dense 3x3 kernel c (9 coefficients, row-major),
+/// summed as that instance sums: inputs as exact subnormals b * 2^-24, c
+/// times 2^kStreamHalfScale rounded to fp16, so that every value is the true
+/// one times 2^-10; one product and eight multiply-adds in row-major order,
+/// each rounded to fp16. The bound is 255 times the coefficients' rounding,
+/// plus each operation's half unit in the last place at the largest
+/// magnitude its result can reach (255 times the sum of the |coefficients| so
+/// far, plus the error so far). Below 1, every output is within 1 grey level
+/// of the exact sum's rounding, and of ref's. HUGE_VAL for a coefficient
+/// that is not finite or beyond fp16's range when scaled (|c| > 3.998).
+double stream_half_error_bound(const float* c);
+/// The fp16 instance's coefficients are c * 2^kStreamHalfScale; its inputs
+/// b * 2^-24 (a byte's bits as an fp16 half).
+constexpr int kStreamHalfScale = 14;
+/// The largest bound at which the fp16 instance is taken: outputs are then
+/// within 1 of ref's, with a margin (box:3's bound is 0.46, a random 3x3
+/// smoothing kernel's ~0.35-0.55; sharpen, edge, emboss and laplacian are
+/// above 3 and stay in FP32).
+constexpr double kStreamHalfMaxError = 0.75;
 
 /// The streaming kernel for a u8 3x3 kernel (dense or separable) or a
 /// separable 5x5 one on 1, 3 or 4 channels; fn is nullptr for any other
@@ -30,7 +53,11 @@ struct StreamKernelInfo {
 /// `allow_int`, else the FP32 one; a 5x5 kernel only the integer one, and
 /// only where `allow_int` (PIXELKIT_CUDA_FILTER_INT=off turns them off).
 /// (Whether a 5x5 kernel's factors suit it is make_stream_coeffs's answer.)
-StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int);
+///
+/// A dense 3x3 kernel gets the fp16 instance where `allow_half` and
+/// stream_half_error_bound(kernel) <= kStreamHalfMaxError
+/// (PIXELKIT_CUDA_FILTER_HALF=off turns it off), else the FP32 one.
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half);
 
 /// Fills the coefficients and the border word of `p` for `info`'s instance;
 /// false when the border cannot be held in a byte (a constant value that is
