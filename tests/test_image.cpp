@@ -2,11 +2,22 @@
 // planar conversion, shape limits; the cv::Mat bridge.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include "pixelkit/border.hpp"
+#include "pixelkit/config.hpp"
 #include "pixelkit/image.hpp"
 #include "test_support.hpp"
+
+#if PIXELKIT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "core/cuda_resources.hpp"
+#endif
 
 #if PIXELKIT_TEST_HAVE_OPENCV
 #include "pixelkit/opencv.hpp"
@@ -128,6 +139,48 @@ TEST(ImageDevice, RowPaddingIsZeroedOnAllocation) {
     EXPECT_EQ(std::memcmp(r, static_cast<const std::uint8_t*>(a.view().data) + y * a.view().pitch, row), 0) << "row " << y;
     for (std::ptrdiff_t x = row; x < pitch; ++x) ASSERT_EQ(r[x], 0) << "row " << y << ", padding byte " << x;
   }
+}
+
+// Allocating zeroes the new memory on the calling thread's default stream
+// (cudaStreamPerThread), not the legacy default stream, which would wait for
+// every blocking stream of the process: here a blocking stream of another
+// thread is held up by a host function until released (after 5 s at most),
+// and a device Image and a DeviceBuffer must be allocated and zeroed while it
+// waits.
+TEST(ImageDevice, AllocationDoesNotWaitForOtherStreams) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  cudaStream_t blocking = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);  // blocking: the legacy stream waits for it
+  std::atomic<bool> release{false}, entered{false};
+  struct Gate { std::atomic<bool>* release; std::atomic<bool>* entered; } gate{&release, &entered};
+  ASSERT_EQ(cudaLaunchHostFunc(
+                blocking,
+                [](void* p) {
+                  auto* g = static_cast<Gate*>(p);
+                  g->entered->store(true);
+                  while (!g->release->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                },
+                &gate),
+            cudaSuccess);
+  while (!entered.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread watchdog([&] {
+    for (int i = 0; i < 5000 && !release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    release.store(true);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto d = std::make_unique<Image>(130, 7, 3, PixelType::u8, Memory::device);  // 390-byte rows: padding to zero
+  auto b = std::make_unique<detail::DeviceBuffer>(4096);
+  const bool finished_first = !release.load();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  release.store(true);  // before the frees, which may wait for the device
+  d.reset();
+  b.reset();
+  watchdog.join();
+  ASSERT_EQ(cudaStreamSynchronize(blocking), cudaSuccess);
+  cudaStreamDestroy(blocking);
+  EXPECT_TRUE(finished_first) << "allocation waited for another thread's blocking stream (" << s << " s)";
+#endif
 }
 
 TEST(ImageDevice, WithoutCudaDeviceMemoryIsUnsupported) {

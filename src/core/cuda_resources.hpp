@@ -28,8 +28,10 @@ class DeviceBuffer {
   /// nothing writes, and a kernel that copies a row's last partial 16 bytes
   /// by a clipped cp.async (the row-streaming 3x3 filter) reads only the
   /// row's bytes, but compute-sanitizer's initcheck counts the instruction's
-  /// whole 16 and would report the padding as uninitialised. Synchronised,
-  /// because the library's streams do not wait for the legacy default stream.
+  /// whole 16 and would report the padding as uninitialised. On the calling
+  /// thread's default stream (cudaStreamPerThread), then synchronised: the
+  /// caller's streams do not wait for it, and, unlike the legacy default
+  /// stream, it does not wait for other threads' blocking streams either.
   void reserve(std::size_t bytes) {
     if (bytes <= size_) return;
     if (ptr_) { cudaFree(ptr_); ptr_ = nullptr; size_ = 0; }
@@ -38,8 +40,8 @@ class DeviceBuffer {
       ptr_ = nullptr;
       throw_cuda(e, ("cudaMalloc of " + std::to_string(bytes) + " bytes").c_str(), __FILE__, __LINE__);
     }
-    e = cudaMemsetAsync(ptr_, 0, bytes, nullptr);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+    e = cudaMemsetAsync(ptr_, 0, bytes, cudaStreamPerThread);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamPerThread);
     if (e != cudaSuccess) {
       cudaFree(ptr_);
       ptr_ = nullptr;

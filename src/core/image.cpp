@@ -164,12 +164,13 @@ Image::Image(int width, int height, int channels, PixelType type, Memory memory)
   // that copies a row's last partial 16 bytes by a clipped cp.async (the
   // row-streaming 3x3 filter) reads only the row's bytes, but
   // compute-sanitizer's initcheck counts the instruction's whole 16 and
-  // would report the padding as uninitialised. Synchronised here, because the
-  // library's streams do not wait for the legacy default stream.
+  // would report the padding as uninitialised. On the calling thread's
+  // default stream, then synchronised (as DeviceBuffer::reserve zeroes): the
+  // caller's streams do not wait for it, nor it for other threads' work.
   if (pitch > row) {
     cudaError_t z = cudaMemset2DAsync(static_cast<char*>(p) + row, pitch, 0, pitch - row,
-                                      static_cast<std::size_t>(height), nullptr);
-    if (z == cudaSuccess) z = cudaStreamSynchronize(nullptr);
+                                      static_cast<std::size_t>(height), cudaStreamPerThread);
+    if (z == cudaSuccess) z = cudaStreamSynchronize(cudaStreamPerThread);
     if (z != cudaSuccess) {
       (void)cudaGetLastError();
       cudaFree(p);

@@ -1518,8 +1518,8 @@ class CudaIntegralImpl final : public CudaIntegral {
       const long long ntiles = static_cast<long long>((width + 32 * E / channels - 1) / (32 * E / channels)) *
                                ((height + TH - 1) / TH);
       payload_.reserve(sp_payload_bytes(ntiles, channels, E, TH, (r.sum ? 1 : 0) + (r.sqsum ? 1 : 0)));
-      reserve_flags(ntiles, nullptr);
-      PIXELKIT_CUDA_TRY(cudaStreamSynchronize(nullptr));
+      reserve_flags(ntiles, cudaStreamPerThread);  // the calling thread's stream, not the legacy one
+      PIXELKIT_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
     }
     if (r.tilted) prefix_.reserve(static_cast<std::size_t>(width) * height * channels * 8);
     const std::size_t in_pitch = round_up(static_cast<std::size_t>(width) * channels * element_size(type));

@@ -553,12 +553,16 @@ class CudaMatcherImpl final : public CudaMatcher {
   void prepare_direct(int W, int H) {
     if (!words_uploaded_) {
       d_words_.reserve(host_words_.size());
-      PIXELKIT_CUDA_TRY(cudaMemcpy(d_words_.get(), host_words_.data(), host_words_.size(), cudaMemcpyHostToDevice));
+      // Once per matcher, on the calling thread's default stream (the caller's
+      // streams do not wait for it, nor it for other threads' work).
+      PIXELKIT_CUDA_TRY(cudaMemcpyAsync(d_words_.get(), host_words_.data(), host_words_.size(), cudaMemcpyHostToDevice,
+                                        cudaStreamPerThread));
       if (masked_) {
         d_mask_words_.reserve(host_mask_words_.size());
-        PIXELKIT_CUDA_TRY(cudaMemcpy(d_mask_words_.get(), host_mask_words_.data(), host_mask_words_.size(),
-                                     cudaMemcpyHostToDevice));
+        PIXELKIT_CUDA_TRY(cudaMemcpyAsync(d_mask_words_.get(), host_mask_words_.data(), host_mask_words_.size(),
+                                          cudaMemcpyHostToDevice, cudaStreamPerThread));
       }
+      PIXELKIT_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
       words_uploaded_ = true;
     }
     if (direct_w_ == W && direct_h_ == H) return;
