@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -815,13 +816,22 @@ TEST(FilterCudaHost, HalfPrecisionBoundAdmitsSmoothingKernelsOnly) {
     EXPECT_GT(e, 0.0) << spec;
     EXPECT_LE(e, kStreamHalfMaxError) << spec;
   }
-  // Declined: sums that reach beyond 256 on the way (sharpen's centre 5 *
-  // 255, edge's 8 * 255, emboss, laplacian's -4 * 255), a gain of 2, and
-  // coefficients fp16 cannot hold.
-  for (const char* spec : {"sharpen", "edge", "emboss", "laplacian", "1,2,1;2,5,2;1,2,1/8.5", "0,0,0;0,1,0;0,0,4.5"})
-    EXPECT_GT(stream_half_error_bound(parse_kernel(spec).coeffs.data()), kStreamHalfMaxError) << spec;
-  const float inf[9] = {0, 0, 0, 0, 1, 0, 0, 0, 70000.0f};
-  EXPECT_GT(stream_half_error_bound(inf), 1e300);
+  // Declined by the bound: sums that reach beyond 256 on the way (emboss: up
+  // to 5 * 255; a gain of 2).
+  for (const char* spec : {"emboss", "1,2,1;2,5,2;1,2,1/8.5"}) {
+    const double e = stream_half_error_bound(parse_kernel(spec).coeffs.data());
+    EXPECT_GT(e, kStreamHalfMaxError) << spec;
+    EXPECT_LT(e, 100.0) << spec;
+  }
+  // Declined outright (HUGE_VAL): a coefficient of magnitude 4 or more, beyond
+  // fp16's 65504 once scaled by 2^14 (sharpen's 5, edge's 8, laplacian's -4),
+  // and one that is not finite. 3.99 still fits.
+  for (const char* spec : {"sharpen", "edge", "laplacian", "0,0,0;0,1,0;0,0,4"})
+    EXPECT_EQ(stream_half_error_bound(parse_kernel(spec).coeffs.data()), HUGE_VAL) << spec;
+  const float nan[9] = {0, 0, 0, 0, 1, 0, 0, 0, std::nanf("")};
+  EXPECT_EQ(stream_half_error_bound(nan), HUGE_VAL);
+  const float fits[9] = {0, 0, 0, 0, 3.99f, 0, 0, 0, 0};
+  EXPECT_LT(stream_half_error_bound(fits), 100.0);
 }
 #endif
 
@@ -1321,7 +1331,8 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
   // run on packed fp16 pairs (products_h): every output within 1 of ref's on
   // every size, border and channel count of the FP32 instance's sweep, the
   // path naming it; with PIXELKIT_CUDA_FILTER_HALF=off the same kernels run
-  // in FP32. Kernels beyond the bound (sharpen: 3.75) never take it.
+  // in FP32. Kernels beyond the bound (sharpen: a coefficient of 5, beyond
+  // fp16 once scaled by 2^14) never take it.
   const bool sm80 = device_has_tensor_core_path();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
   std::vector<Kernel> kernels = {random_smoothing3(93), random_smoothing3(94), parse_kernel("1,2,1;2,5,2;1,2,1/17")};
