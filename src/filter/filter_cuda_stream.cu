@@ -25,11 +25,9 @@ StreamKernelInfo info(bool separable) {
 /// The fp16 instance (dense 3x3).
 template <int C>
 StreamKernelInfo info_half() {
-  StreamKernelInfo i{reinterpret_cast<const void*>(stream_kernel<C, false, false, 3, false, true>),
-                     reinterpret_cast<const void*>(stream_kernel<C, false, true, 3, false, true>),
-                     stream_tuning::kSmemBytes, false, stream_tuning::kStripBytes, 3, false};
-  i.half = true;
-  return i;
+  return {reinterpret_cast<const void*>(stream_kernel<C, false, false, 3, false, true>),
+          reinterpret_cast<const void*>(stream_kernel<C, false, true, 3, false, true>),
+          stream_tuning::kSmemBytes, false, stream_tuning::kStripBytes, 3, false, true};
 }
 
 /// The integer instances (K = 3 or 5: separable, whole-number factors).

@@ -1518,8 +1518,7 @@ class CudaIntegralImpl final : public CudaIntegral {
       const long long ntiles = static_cast<long long>((width + 32 * E / channels - 1) / (32 * E / channels)) *
                                ((height + TH - 1) / TH);
       payload_.reserve(sp_payload_bytes(ntiles, channels, E, TH, (r.sum ? 1 : 0) + (r.sqsum ? 1 : 0)));
-      reserve_flags(ntiles, cudaStreamPerThread);  // the calling thread's stream, not the legacy one
-      PIXELKIT_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
+      reserve_flags(ntiles);
     }
     if (r.tilted) prefix_.reserve(static_cast<std::size_t>(width) * height * channels * 8);
     const std::size_t in_pitch = round_up(static_cast<std::size_t>(width) * channels * element_size(type));
@@ -1612,12 +1611,10 @@ class CudaIntegralImpl final : public CudaIntegral {
   }
 
   /// The look-back flags (ticket counter + 2 per tile): grow-only; zeroed when
-  /// (re)allocated and when the epoch wraps, never otherwise.
-  void reserve_flags(long long ntiles, stream_t stream) {
-    const std::size_t bytes = (kFlagsOffset + 2 * static_cast<std::size_t>(ntiles)) * sizeof(unsigned);
-    if (bytes <= flags_.size()) return;
-    flags_.reserve(bytes);
-    PIXELKIT_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, flags_.size(), stream));
+  /// (re)allocated (DeviceBuffer::reserve zeroes a new allocation and waits
+  /// for it) and when the epoch wraps, never otherwise.
+  void reserve_flags(long long ntiles) {
+    flags_.reserve((kFlagsOffset + 2 * static_cast<std::size_t>(ntiles)) * sizeof(unsigned));
   }
   unsigned next_epoch(stream_t stream) {
     if (++epoch_ >= kEpochLimit) {
@@ -1634,7 +1631,7 @@ class CudaIntegralImpl final : public CudaIntegral {
   LookBackState look_back_state(long long ntiles, int C, int E, int TH, int NT, stream_t stream) {
     const std::size_t half = sp_payload_bytes(ntiles, C, E, TH, NT) / 2;  // horizontal + vertical, one kind
     payload_.reserve(2 * half);
-    reserve_flags(ntiles, stream);
+    reserve_flags(ntiles);
     LookBackState lb;
     lb.ticket = flags_.as<unsigned>();
     lb.hflag = lb.ticket + kFlagsOffset;
