@@ -551,6 +551,10 @@ TEST(FilterCuda, TensorCoreStreamingSeparableKernelsAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  // The hi + lo instances (FP32-class: off by one on at most 0.1%); the fp16
+  // ones that take most of these kernels by default have their own test
+  // (TensorCoreKernelsInHalfPrecision).
+  ScopedEnv half_off("PIXELKIT_CUDA_FILTER_HALF", "off");
   std::vector<Kernel> kernels;
   for (int n = 3; n <= 31; n += 2) kernels.push_back(Kernel::gaussian(n));
   kernels.push_back(Kernel::box(9));
@@ -623,7 +627,8 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
 // widths that are no multiple of 4 (a lane half inside: bytes either way),
 // the narrowest width that takes the fix, a sub-view, and every instance
 // family: integer (gaussian:7), hi + lo (gaussian:13), three k-steps down
-// with a half step (gaussian:19) and without (gaussian:31), non-square.
+// with a half step (gaussian:19) and without (gaussian:31), non-square; the
+// fp16 instances (the default for 13, 19 and 31) and the hi + lo ones.
 TEST(FilterCuda, TensorCoreStreamingEdgeColumnsFromSharedMemoryEqualTheByteLoads) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
@@ -636,6 +641,7 @@ TEST(FilterCuda, TensorCoreStreamingEdgeColumnsFromSharedMemoryEqualTheByteLoads
                                         {192, 21, 3}, {131, 19, 3}, {32, 23, 3},  {33, 17, 4}, {100, 20, 1}};
   std::uint32_t seed = 8300;
   long long differing = 0, total = 0;
+  bool fp32_class = false;  // count the off-by-ones only without the fp16 instances
   auto check = [&](const ConstImageView& src, const std::string& what) {
     for (const Kernel& k : kernels)
       for (BorderMode m : {BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101}) {
@@ -649,23 +655,31 @@ TEST(FilterCuda, TensorCoreStreamingEdgeColumnsFromSharedMemoryEqualTheByteLoads
         EXPECT_EQ(count_differing(fixed, bytes), 0) << what << " " << k.name << " " << to_string(b) << " " << path;
         const Image want = run(Backend::ref, src, k, b);
         EXPECT_TRUE(agrees(fixed, want)) << what << " " << k.name << " " << to_string(b);
-        differing += count_differing(fixed, want);
-        total += static_cast<long long>(src.width) * src.height * src.channels;
+        if (fp32_class) {
+          differing += count_differing(fixed, want);
+          total += static_cast<long long>(src.width) * src.height * src.channels;
+        }
         if (tc) {
           EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
           EXPECT_EQ(path, bytes_path);
         }
       }
   };
-  for (const auto& sz : sizes) {
-    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-    check(src.cview(), std::to_string(sz.w) + "x" + std::to_string(sz.h) + "x" + std::to_string(sz.c));
+  // The fp16 instances (gaussian:13, 19, 31 by default), then the hi + lo ones.
+  for (const char* half : {"", "off"}) {
+    ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);
+    fp32_class = *half != '\0';
+    seed = 8300;
+    for (const auto& sz : sizes) {
+      const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+      check(src.cview(), std::to_string(sz.w) + "x" + std::to_string(sz.h) + "x" + std::to_string(sz.c));
+    }
+    // A sub-view (4-byte aligned start: 4 pixels in, 3 channels) whose pitch
+    // is larger than its width: the lanes beyond its right edge load words of
+    // the view, never of the parent's columns beyond it.
+    const Image parent = random_image(240, 40, 3, PixelType::u8, 8399);
+    check(parent.cview().sub(4, 3, 161, 30), std::string("sub-view 161x30 of 240x40, fp16 ") + half);
   }
-  // A sub-view (4-byte aligned start: 4 pixels in, 3 channels) whose pitch
-  // is larger than its width: the lanes beyond its right edge load words of
-  // the view, never of the parent's columns beyond it.
-  const Image parent = random_image(240, 40, 3, PixelType::u8, 8399);
-  check(parent.cview().sub(4, 3, 161, 30), "sub-view 161x30 of 240x40");
   // Integer outputs on the integer instance (gaussian:7) are exact; the others within one grey level, rarely.
   EXPECT_LE(differing, total / 1000) << differing << " of " << total << " elements off by one";
 }
@@ -833,7 +847,163 @@ TEST(FilterCudaHost, HalfPrecisionBoundAdmitsSmoothingKernelsOnly) {
   const float fits[9] = {0, 0, 0, 0, 3.99f, 0, 0, 0, 0};
   EXPECT_LT(stream_half_error_bound(fits), 100.0);
 }
+
+// Host side of the tensor-core kernels' fp16 instances (notes, run 44), no
+// GPU needed: both error bounds against values worked by hand, and which
+// kernels they admit.
+TEST(FilterCudaHost, TensorCoreHalfPrecisionBoundsAdmitSmoothingKernelsOnly) {
+  using detail::cuda_filter::kStreamHalfMaxError;
+  using detail::cuda_filter::mma_dense_half_error_bound;
+  using detail::cuda_filter::mma_stream_half_bound;
+  // Dense: 0.1 is 0.0999755859375 in fp16; nine of them miss 9 times the
+  // difference on 255, and nine fp32 sums of at most 255 * 9 * 0.09998 lose
+  // 4 units in the last place (2^-21 of it) each.
+  const float tenth[9] = {0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
+  const double h = 0.0999755859375;
+  EXPECT_DOUBLE_EQ(mma_dense_half_error_bound(tenth, 9),
+                   255.0 * 9 * (static_cast<double>(0.1f) - h) + 9 * std::ldexp(255.0 * 9 * h, -21));
+  // Separable: [1 2 1] / 4 each way is exact in fp16, so only pass 1's result
+  // rounds: at most 255, held times 2^(15 - 24) (the row factors' scale is
+  // 2^15, since 0.5 < 1), where fp16's half unit in the last place is 2^-13,
+  // i.e. 2^-4 of a grey level; plus the fp32 sums of 3 terms each way.
+  const std::vector<float> b3 = {0.25f, 0.5f, 0.25f};
+  const double e1 = 3 * std::ldexp(255.0, -21) + 1.0 / 16;
+  EXPECT_DOUBLE_EQ(mma_stream_half_bound(b3.data(), 3, b3.data(), 3), e1 + 3 * std::ldexp(255.0 + e1, -21));
+  // Admitted: Gaussians of every side, with their own sigma, boxes, random
+  // dense kernels of gain 2 (the tests' random_kernel) and gain 1 (the
+  // benchmark's kind).
+  for (int n = 5; n <= 31; n += 2) {
+    const Kernel k = Kernel::gaussian(n);
+    const double e = mma_stream_half_bound(k.row.data(), n, k.col.data(), n);
+    EXPECT_GT(e, 0.0) << k.name;
+    EXPECT_LE(e, kStreamHalfMaxError) << k.name;
+  }
+  for (const Kernel& k : {Kernel::gaussian(7, 1.3), Kernel::box(13), Kernel::gaussian(21, 9.0)})
+    EXPECT_LE(mma_stream_half_bound(k.row.data(), k.width, k.col.data(), k.height), kStreamHalfMaxError) << k.name;
+  for (int n : {3, 5, 7, 9}) {
+    const Kernel k = random_kernel(n, n, 60 + n);
+    EXPECT_LE(mma_dense_half_error_bound(k.coeffs.data(), n * n), kStreamHalfMaxError) << k.name;
+  }
+  // Declined by the bound: a gain of 135 (the intermediate reaches 255 * 90,
+  // where fp16's unit is 16), a dense kernel of gain 50; outright (HUGE_VAL):
+  // factors make_mma_stream_coeffs declines, a coefficient beyond fp16.
+  const std::vector<float> tens(9, 10.0f), halves = {0.5f, 0.5f, 0.5f};
+  EXPECT_GT(mma_stream_half_bound(tens.data(), 9, halves.data(), 3), kStreamHalfMaxError);
+  const Kernel loud = random_kernel(5, 5, 66);
+  std::vector<float> louder(loud.coeffs.begin(), loud.coeffs.end());
+  for (float& c : louder) c *= 25.0f;
+  EXPECT_GT(mma_dense_half_error_bound(louder.data(), 25), kStreamHalfMaxError);
+  const std::vector<float> hundreds(9, 100.0f), ones = {1.0f, 1.0f, 1.0f};
+  EXPECT_EQ(mma_stream_half_bound(hundreds.data(), 9, ones.data(), 3), HUGE_VAL);
+  const float big[1] = {70000.0f};
+  EXPECT_EQ(mma_dense_half_error_bound(big, 1), HUGE_VAL);
+}
 #endif
+
+// The tensor-core kernels in fp16 where the bounds above allow (notes, run
+// 44): the streaming kernel's F16 instances (fp16 factors, pass 1's result
+// rounded to fp16, no lo parts) for square separable kernels, two k-steps
+// each way (box:13, gaussian:11) or three (gaussian:21, 31), with a half last
+// step (gaussian:7 with its own sigma, 21) or not; the dense kernel's fp16
+// coefficients for dense kernels up to 9x9. Every output within 1 of ref's on
+// every size, border and channel count of the hi + lo instances' sweeps, the
+// path naming it; the same bytes in one wave and in bands of 32 rows (each
+// block walking several items with its fragments); with
+// PIXELKIT_CUDA_FILTER_HALF=off the hi + lo instances, and never for a
+// non-square separable kernel (no instance) or a kernel beyond the bound.
+TEST(FilterCuda, TensorCoreKernelsInHalfPrecision) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {7, 3, 4},    {63, 31, 1},  {65, 33, 3},
+                                        {130, 97, 4}, {129, 64, 3}, {80, 17, 1}, {47, 100, 3}};
+  {
+    ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+    const std::vector<Kernel> kernels = {Kernel::box(13), Kernel::gaussian(11), Kernel::gaussian(7, 1.3),
+                                         Kernel::gaussian(21), Kernel::gaussian(31)};
+#if PIXELKIT_WITH_CUDA
+    for (const Kernel& k : kernels)
+      ASSERT_LE(detail::cuda_filter::mma_stream_half_bound(k.row.data(), k.width, k.col.data(), k.height),
+                detail::cuda_filter::kStreamHalfMaxError)
+          << k.name;
+#endif
+    const auto [differing, total] = sweep_device_against_ref(sizes, kernels, 1500, tc, " in fp16", {""});
+    std::printf("streaming tensor cores in fp16 vs ref: %lld of %lld elements off by one\n", differing, total);
+    EXPECT_LE(differing, total / 5) << differing << " of " << total << " elements off by one";
+    // 63 strips, long segments in one wave, then about 900 items in 32-row bands.
+    const Image src = random_image(4000, 420, 3, PixelType::u8, 1600);
+    for (const Kernel& k : {Kernel::gaussian(13), Kernel::gaussian(25)}) {
+      const Border b{BorderMode::reflect101, 0};
+      std::string wave_path, band_path;
+      const Image wave = run_device(src.cview(), k, b, &wave_path);
+      Image banded;
+      {
+        ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "32");
+        banded = run_device(src.cview(), k, b, &band_path);
+      }
+      EXPECT_EQ(count_differing(wave.cview(), banded.cview()), 0) << k.name << " " << wave_path << " / " << band_path;
+      EXPECT_TRUE(agrees(wave, run(Backend::cpu, src, k, b))) << k.name << " " << wave_path;
+      if (tc) {
+        EXPECT_NE(wave_path.find(" in fp16"), std::string::npos) << wave_path;
+        EXPECT_NE(band_path.find(" in fp16 in bands"), std::string::npos) << band_path;
+      }
+    }
+    // The switch, and a non-square kernel (no F16 instance: hi + lo).
+    const Image small = random_image(150, 70, 3, PixelType::u8, 1700);
+    for (const char* half : {"", "off"}) {
+      ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);
+      for (const Kernel& k : {Kernel::gaussian(15), Kernel::from_factors(std::vector<float>(31, 1.0f / 31),
+                                                                         {0.25f, 0.5f, 0.25f}, "31x3")}) {
+        std::string path;
+        EXPECT_TRUE(agrees(run_device(small.cview(), k, Border{}, &path), run(Backend::ref, small, k, Border{})))
+            << path;
+        if (tc) {
+          EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+          EXPECT_EQ(path.find(" in fp16") != std::string::npos, *half == '\0' && k.name != "31x3") << half << path;
+        }
+      }
+    }
+  }
+  {
+    ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+    std::vector<Kernel> kernels;
+    std::uint32_t kseed = 1800;
+    for (int n : {3, 5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
+    kernels.push_back(random_kernel(5, 9, ++kseed));
+#if PIXELKIT_WITH_CUDA
+    for (const Kernel& k : kernels)
+      ASSERT_LE(detail::cuda_filter::mma_dense_half_error_bound(k.coeffs.data(), k.width * k.height),
+                detail::cuda_filter::kStreamHalfMaxError)
+          << k.name;
+#endif
+    const auto [differing, total] = sweep_device_against_ref(sizes, kernels, 1900, tc, " in fp16", {""});
+    std::printf("dense tensor cores in fp16 vs ref: %lld of %lld elements off by one\n", differing, total);
+    EXPECT_LE(differing, total / 5) << differing << " of " << total << " elements off by one";
+    {
+      // Tiles of 16 rows (the instance with tile heights at run time).
+      ScopedEnv rows_env("PIXELKIT_CUDA_FILTER_DENSE_ROWS", "16");
+      const std::vector<SweepSize> few = {{97, 70, 3}, {70, 17, 4}};
+      const auto [d, n] = sweep_device_against_ref(few, {kernels[1], kernels[2]}, 2000, tc, " in fp16 in 16-row tiles", {""});
+      EXPECT_LE(d, n / 5) << d << " of " << n << " elements off by one";
+    }
+    // The switch, and a kernel of gain 50 (beyond the bound: hi + lo).
+    std::vector<float> loud(kernels[1].coeffs.begin(), kernels[1].coeffs.end());
+    for (float& c : loud) c *= 25.0f;
+    const Kernel louder = Kernel::from_matrix(5, 5, loud, "random5x5 times 25");
+    const Image small = random_image(150, 70, 3, PixelType::u8, 2100);
+    for (const char* half : {"", "off"}) {
+      ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);
+      for (const Kernel& k : {kernels[1], louder}) {
+        std::string path;
+        EXPECT_TRUE(agrees(run_device(small.cview(), k, Border{}, &path), run(Backend::ref, small, k, Border{})))
+            << path;
+        if (tc) {
+          EXPECT_NE(path.find("dense tensor cores"), std::string::npos) << path;
+          EXPECT_EQ(path.find(" in fp16") != std::string::npos, *half == '\0' && k.name != louder.name) << half << path;
+        }
+      }
+    }
+  }
+}
 
 // The streaming kernel's integer instances (run 20 of the notes): kernels that
 // are exactly q[y] * p[x] / 2^a with whole numbers 0..255 run on u8 x u8
@@ -906,6 +1076,8 @@ TEST(FilterCuda, TensorCoreDenseKernelsAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  // hi + lo coefficients (FP32-class); fp16 ones: TensorCoreKernelsInHalfPrecision.
+  ScopedEnv half_off("PIXELKIT_CUDA_FILTER_HALF", "off");
   std::vector<Kernel> kernels;
   std::uint32_t kseed = 70;
   for (int n : {3, 5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
@@ -1037,6 +1209,7 @@ TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  ScopedEnv half_off("PIXELKIT_CUDA_FILTER_HALF", "off");  // hi + lo: off by one on at most 0.1%
   std::vector<Kernel> kernels;
   std::uint32_t kseed = 8500;
   for (int n : {5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
@@ -1572,6 +1745,7 @@ TEST(FilterCuda, TensorCoreStreamingThreeDownWalksBandsWhereOneWaveLeavesSMsIdle
 #if PIXELKIT_WITH_CUDA
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the tensor-core kernels need sm_80";
   ScopedEnv mma_env("PIXELKIT_CUDA_FILTER_MMA", "");
+  ScopedEnv half_off("PIXELKIT_CUDA_FILTER_HALF", "off");  // the hi + lo instance (its fp16 one holds 3 blocks)
   const int resident = 2 * sm_count();
   // Interior strips (64 pixels each) so that with the 2 edge strips, each
   // counted 6 times (kEdgeSegFactorThreeDown), they make `units` items a segment.

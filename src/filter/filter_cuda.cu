@@ -12,11 +12,14 @@
 //                                                 dense whose fp16 error bound is at most 0.75
 //                                                 (smoothing kernels): its fp16 instance
 //                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never)
-//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT>: tensor
+//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT,F16>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
 //       level                                     filter_cuda_mma_stream.cuh, sm_80 up; whole-number
 //                                                 factors over a power of two: its exact INT
-//                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never)
+//                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never);
+//                                                 square ones whose fp16 error bound is at most
+//                                                 0.75 (Gaussians, boxes): its F16 instances
+//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never)
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
 //                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO,RT>: tensor cores,
@@ -25,7 +28,9 @@
 //       5x5 at 3-4 channels; 1-channel 5x5        u8 dense kernel up to 9x9; =dense: every u8
 //       from 4 waves of 64-row tiles, 3x3 from    kernel up to 9x9, separable ones too); tiles
 //       12; u8 separable 7x7 from one wave        of 64, 48, 32 or 16 rows (RT, 3-4 channels,
-//                                                 5-9 rows: mma_dense_tuning::tile_rows)
+//                                                 5-9 rows: mma_dense_tuning::tile_rows); fp16
+//                                                 coefficients alone (LO false) where their error
+//                                                 bound is at most 0.75 (PIXELKIT_CUDA_FILTER_HALF)
 //   separable kernel up to 3x3, and u8 5x5     -> dense_tiled_kernel (below: faster than two passes)
 //   u8 separable that the streaming kernel     -> separable_mma_kernel<C,KS1,KS2>: tensor cores,
 //       declined, nx + ny >= 26 with both         filter_cuda_mma.cuh, sm_80 up
@@ -131,9 +136,12 @@ bool int_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_INT"); }
 /// kernels take it.
 bool stream_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_STREAM"); }
 
-/// PIXELKIT_CUDA_FILTER_HALF=off: the row-streaming kernel runs every dense
-/// 3x3 kernel in FP32; unset or anything else: in fp16 where its error bound
-/// allows (stream_half_error_bound).
+/// PIXELKIT_CUDA_FILTER_HALF=off: every kernel keeps FP32-class accuracy
+/// (the row-streaming kernel's dense 3x3 in FP32, the tensor-core kernels'
+/// hi + lo products); unset or anything else: fp16 arithmetic where an error
+/// bound keeps every output within 1 grey level of ref's
+/// (stream_half_error_bound, mma_stream_half_error_bound,
+/// mma_dense_half_error_bound).
 bool half_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_HALF"); }
 
 /// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
@@ -269,6 +277,9 @@ class CudaFilterImpl final : public CudaFilter {
     // Whole-number factors over a power of two (OpenCV's fixed Gaussians 5,
     // 7, 9; binomials) take its integer instances: exact, and faster (run 20).
     if (mma_stream_ok_ && int_enabled()) (void)make_mma_stream_integer(kernel.coeffs.data(), &mma_stream_);
+    // The others, where every output stays within 1 grey level of ref's, on
+    // fp16 products alone (run 44; PIXELKIT_CUDA_FILTER_HALF=off: never).
+    if (mma_stream_ok_ && half_enabled()) (void)make_mma_stream_half(&mma_stream_);
     // The tiled separable tensor-core kernel where it beat the FP32 passes
     // (run 8, same machine, 1080p / 4K / 8K): their time hardly depends on
     // the taps within a k-step class, so they win from gaussian:13 up while
@@ -321,7 +332,7 @@ class CudaFilterImpl final : public CudaFilter {
     }
     mma_dense_ = MmaDenseCoeffs{};
     const bool mma_dense_fits = policy != MmaPolicy::off &&
-                                make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, &mma_dense_);
+                                make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, half_enabled(), &mma_dense_);
     mma_dense_min_waves_ = -1;
     mma_dense_auto5_ = false;
     if (mma_dense_fits) {
@@ -525,7 +536,10 @@ class CudaFilterImpl final : public CudaFilter {
         launch_persistent(ki, mma_stream_tuning::kThreads, blocks, &p, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("separable_mma_stream_kernel");
         return "cuda separable tensor cores streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) +
-               (mma_stream_.integer ? " integer factors" : mma_stream_.lo ? "" : " fp16-exact factors") +
+               (mma_stream_.integer ? " integer factors"
+                : mma_stream_.f16   ? " in fp16"
+                : mma_stream_.lo    ? ""
+                                    : " fp16-exact factors") +
                (bands ? " in bands" : "") + (tail.segs > 0 ? " with a tail band" : "") + shape;
       }
       // Both tensor-core kernels run a persistent grid: as many blocks as fit
@@ -561,7 +575,7 @@ class CudaFilterImpl final : public CudaFilter {
           launch_persistent(ki, mma_dense_tuning::kThreads, grid, &p, stream);
           PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
           return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) +
-                 (th != mma_dense_tuning::kTileRows ? " in " + std::to_string(th) + "-row tiles" : "") + shape;
+                 (mma_dense_.half ? " in fp16" : "") + (th != mma_dense_tuning::kTileRows ? " in " + std::to_string(th) + "-row tiles" : "") + shape;
         }
       }
       if (mma_ok_ && tensor_cores()) {

@@ -15,6 +15,7 @@
 #include "filter/filter_cuda_mma_dense.cuh"
 #include "filter/filter_cuda_mma_stream.cuh"
 #include "filter/filter_cuda_mma.hpp"
+#include "filter/filter_cuda_stream.hpp"
 
 namespace pixelkit::detail::cuda_filter {
 
@@ -86,9 +87,9 @@ MmaKernelInfo dense_pick_kh(int kh, bool lo, bool short_tiles) {
   }
 }
 
-template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false>
+template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false, bool F16 = false>
 MmaKernelInfo stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT>),
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16>),
           MmaStreamGeom<C, KS1, KS2, INT>::kSmemBytes};
 }
 
@@ -99,8 +100,12 @@ static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(
               "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
 
 template <int C>
-MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo, bool integer) {
+MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo, bool integer, bool f16) {
   if (integer) return stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
+  // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
+  if (f16 && ks1 == 2) return half ? stream_info<C, 2, 2, true, false, false, true>()
+                                   : stream_info<C, 2, 2, false, false, false, true>();
+  if (f16) return half ? stream_info<C, 3, 3, true, false, false, true>() : stream_info<C, 3, 3, false, false, false, true>();
   // Half last steps only where both passes take the same k-steps (square
   // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
   // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
@@ -197,9 +202,9 @@ MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
   const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   switch (channels) {
-    case 1: return stream_pick<1>(ks1, ks2, half, k.lo, k.integer);
-    case 3: return stream_pick<3>(ks1, ks2, half, k.lo, k.integer);
-    default: return stream_pick<4>(ks1, ks2, half, k.lo, k.integer);
+    case 1: return stream_pick<1>(ks1, ks2, half, k.lo, k.integer, k.f16);
+    case 3: return stream_pick<3>(ks1, ks2, half, k.lo, k.integer, k.f16);
+    default: return stream_pick<4>(ks1, ks2, half, k.lo, k.integer, k.f16);
   }
 }
 
@@ -284,6 +289,73 @@ bool mma_stream_integer_factors(const float* coeffs, int nx, int ny, int* p, int
   return true;
 }
 
+namespace {
+/// fp16's half unit in the last place at magnitude m (its subnormal
+/// spacing's half, 2^-25, below the normal range).
+double half_ulp_fp16(double m) { return m < 0x1p-14 ? 0x1p-25 : std::ldexp(1.0, std::ilogb(m) - 11); }
+/// What an fp32 sum of n terms whose partial sums stay within m can lose on
+/// the tensor cores: 4 units in the last place a term (their accumulation
+/// truncates and aligns with few guard bits, so not the half unit of a
+/// rounded sum).
+double fp32_sum_error(int n, double m) { return n * std::ldexp(m, -21); }
+}  // namespace
+
+double mma_stream_half_error_bound(const MmaStreamCoeffs& k) {
+  // In grey levels: the factors as the kernel holds them are k.row * 2^-sh
+  // and k.col * 2^-(24 - sh); the F16 kernels use their fp16 roundings R, C.
+  const int sh = k.row_scale, sv = 24 - sh;
+  double miss_r = 0, l1_r = 0, l1_rh = 0, miss_c = 0, l1_ch = 0;
+  for (int i = 0; i < k.nx; ++i) {
+    const double h = __half2float(__float2half_rn(k.row[i]));
+    if (!std::isfinite(h)) return HUGE_VAL;
+    miss_r += std::ldexp(std::fabs(k.row[i] - h), -sh);
+    l1_r += std::ldexp(std::fabs(static_cast<double>(k.row[i])), -sh);
+    l1_rh += std::ldexp(std::fabs(h), -sh);
+  }
+  for (int i = 0; i < k.ny; ++i) {
+    const double h = __half2float(__float2half_rn(k.col[i]));
+    if (!std::isfinite(h)) return HUGE_VAL;
+    miss_c += std::ldexp(std::fabs(k.col[i] - h), -sv);
+    l1_ch += std::ldexp(std::fabs(h), -sv);
+  }
+  // Pass 1: sum R x over nx taps in fp32 (|v| <= m1), then rounded to fp16,
+  // where the value is held times 2^(sh - 24).
+  const double m1 = 255.0 * l1_rh;
+  const double e1 = fp32_sum_error(k.nx, m1) + std::ldexp(half_ulp_fp16(std::ldexp(m1, sh - 24)), 24 - sh);
+  // Pass 2: sum C (v + e) over ny taps in fp32. Against the exact sum:
+  // C's rounding times the exact intermediate, R's rounding and e times C.
+  const double m2 = l1_ch * (m1 + e1);
+  return l1_ch * (e1 + 255.0 * miss_r) + 255.0 * l1_r * miss_c + fp32_sum_error(k.ny, m2);
+}
+
+bool make_mma_stream_half(MmaStreamCoeffs* k) {
+  // The F16 instances are built for both passes on the same k-steps, and
+  // replace the LO ones only (exact factors keep theirs: no lo products).
+  if (k->integer || !k->lo) return false;
+  if (mma_ksteps(k->ny, 0) != mma_ksteps(k->nx, k->ral - k->rx)) return false;
+  if (!(mma_stream_half_error_bound(*k) <= kStreamHalfMaxError)) return false;
+  k->f16 = true;
+  return true;
+}
+
+double mma_stream_half_bound(const float* row, int nx, const float* col, int ny) {
+  MmaStreamCoeffs k{};
+  if (!make_mma_stream_coeffs(row, nx, col, ny, Border{BorderMode::replicate, 0}, &k)) return HUGE_VAL;
+  return mma_stream_half_error_bound(k);
+}
+
+double mma_dense_half_error_bound(const float* c, int n) {
+  // Products of exact u8 values and fp16 coefficients summed in fp32.
+  double miss = 0, l1h = 0;
+  for (int i = 0; i < n; ++i) {
+    const double h = __half2float(__float2half_rn(c[i]));
+    if (!std::isfinite(c[i]) || !std::isfinite(h)) return HUGE_VAL;
+    miss += std::fabs(c[i] - h);
+    l1h += std::fabs(h);
+  }
+  return 255.0 * miss + fp32_sum_error(n, 255.0 * l1h);
+}
+
 bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, const Border& border,
                          MmaSepCoeffs* out) {
   if (nx < 1 || ny < 1 || nx > 31 || ny > 31 || nx % 2 == 0 || ny % 2 == 0) return false;
@@ -303,7 +375,8 @@ bool make_mma_sep_coeffs(const float* row, int nx, const float* col, int ny, con
 int mma_ks1(const MmaSepCoeffs& k) { return mma_ksteps(k.ny, 0); }
 int mma_ks2(const MmaSepCoeffs& k) { return mma_ksteps(k.nx, k.ral - k.rx); }
 
-bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out) {
+bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, bool allow_half,
+                           MmaDenseCoeffs* out) {
   constexpr int kMax = mma_dense_tuning::kMaxSide;
   if (kw < 1 || kh < 1 || kw > kMax || kh > kMax || kw % 2 == 0 || kh % 2 == 0) return false;
   if (!border_exact_in_fp16(border)) return false;
@@ -332,6 +405,12 @@ bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& bo
     l1 += std::fabs(static_cast<double>(c));
   }
   if (missed * 255.0 > std::max(1e-3, std::ldexp(255.0 * l1, -20))) return false;
+  // fp16 coefficients alone (the LO = false instance) where every output
+  // then stays within 1 grey level of ref's (notes, run 44).
+  if (k.has_lo && allow_half && mma_dense_half_error_bound(coeffs, n) <= kStreamHalfMaxError) {
+    k.has_lo = false;
+    k.half = true;
+  }
   *out = k;
   return true;
 }

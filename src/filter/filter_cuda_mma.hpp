@@ -32,8 +32,18 @@ MmaKernelInfo mma_sep_kernel(int channels, int ks1, int ks2);
 /// Fills `out` and returns true when the dense kernel (kw x kh, row-major)
 /// can take the dense tensor-core path with this border: odd sides up to 9,
 /// finite coefficients that hi + lo fp16 parts hold to FP32 accuracy, and a
-/// constant border value exact in fp16.
-bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, MmaDenseCoeffs* out);
+/// constant border value exact in fp16. Where `allow_half`
+/// (PIXELKIT_CUDA_FILTER_HALF) and mma_dense_half_error_bound is at most
+/// kStreamHalfMaxError, the coefficients are rounded to fp16 and the lo
+/// products left out (MmaDenseCoeffs::half).
+bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& border, bool allow_half,
+                           MmaDenseCoeffs* out);
+
+/// The largest |result - exact sum| over all u8 inputs, in grey levels, for
+/// the dense tensor-core kernel on fp16 coefficients alone (n of them):
+/// 255 times what their rounding misses, plus the fp32 sums' error. Below 1,
+/// every output is within 1 of ref's. HUGE_VAL for a coefficient beyond fp16.
+double mma_dense_half_error_bound(const float* c, int n);
 
 /// dense_mma_kernel<C, KH, planar, LO, RT> for 1, 3 or 4 channels and this
 /// kernel; RT (tile heights at run time) when `short_tiles` and
@@ -64,7 +74,21 @@ bool make_mma_stream_integer(const float* coeffs, MmaStreamCoeffs* k);
 /// kernel (`coeffs`, nx x ny, row-major), or false where it declines.
 bool mma_stream_integer_factors(const float* coeffs, int nx, int ny, int* p, int* q, int* a);
 
-/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT> for 1, 3 or 4 channels
+/// The same bound for the streaming kernel's F16 instances on the factors
+/// make_mma_stream_coeffs scaled: fp16 factors, pass 1's fp32 sum rounded to
+/// fp16, pass 2's in fp32 (notes, run 44).
+double mma_stream_half_error_bound(const MmaStreamCoeffs& k);
+
+/// Sets k->f16 and returns true where the F16 instances take the kernel: an
+/// LO kernel (not integer, not exact in fp16) with both passes on the same
+/// k-steps and mma_stream_half_error_bound at most kStreamHalfMaxError.
+bool make_mma_stream_half(MmaStreamCoeffs* k);
+
+/// mma_stream_half_error_bound for factors row (nx) x col (ny), for tests
+/// (plain C++, no GPU): HUGE_VAL where make_mma_stream_coeffs declines them.
+double mma_stream_half_bound(const float* row, int nx, const float* col, int ny);
+
+/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16> for 1, 3 or 4 channels
 /// and these coefficients (its k-steps, whether the last one is half and
 /// whether the lo products run follow from them).
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);

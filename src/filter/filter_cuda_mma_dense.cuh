@@ -153,6 +153,9 @@ struct MmaDenseCoeffs {
   int kw, kh;
   int rx, ry;
   bool has_lo;  ///< some coefficient is not exact in fp16: the LO instance
+  /// Coefficients rounded to fp16 and no lo products, where
+  /// mma_dense_half_error_bound allows (has_lo is then false).
+  bool half;
   float c[mma_dense_tuning::kMaxSide * mma_dense_tuning::kMaxSide];  ///< row-major kh x kw
 };
 

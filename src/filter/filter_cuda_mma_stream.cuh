@@ -27,6 +27,10 @@
 // Where both bands end within the first 8 k of their last k-step (HALF:
 // sides 5..9 and 19..25), that step is m16n8k8 on the first half of the
 // same operand registers (A: registers 0, 1; B: register 0).
+// In pass 2, whatever the side, output rows 8 .. 15 (n-tile 1) reach no
+// window row of k-step 0's first 8, and output rows 0 .. 7 (n-tile 0) none
+// of the last k-step's second 8 (nor, with HALF, of its first 8): those
+// products are m16n8k8 on the half that matters, or left out (run 44).
 //
 // Accuracy (FP32-class). u8 values are exact in fp16 (as the subnormals
 // b * 2^-24, run 17); coefficients are split into fp16 hi + lo (22
@@ -40,6 +44,16 @@
 // Gaussians 5, 7, 9 and binomials), the lo coefficient parts are zero and
 // their products are left out: pass 1 forms hi*x alone, pass 2 Dhi*Vhi +
 // Dlo*Vhi, with the same result to the last bit.
+//
+// fp16 (F16, run 44). Where the host proves every output within 1 grey
+// level of ref's (mma_stream_half_error_bound at most kStreamHalfMaxError,
+// 0.75: smoothing kernels such as Gaussians with their own sigma, box:N;
+// PIXELKIT_CUDA_FILTER_HALF=off: never), the lo parts go everywhere: pass 1
+// forms hi*x alone and its fp32 result is rounded to fp16 (one F2F a pair,
+// no split), pass 2 forms Dhi*Vhi alone. 24 products a warp and step at 3
+// channels for sides 11..17 instead of 60, 36 instead of 90 for 19..31, and
+// no window of lo parts, so the three-k-step instances hold 3 blocks per SM.
+// Built for both passes on the same k-steps (square kernels), LO kernels only.
 //
 // Exact (INT, run 20). Kernels that are exactly q[y] * p[x] / 2^a with whole
 // numbers p, q in 0..255 (OpenCV's fixed Gaussians 5, 7, 9, binomials; sides
@@ -266,13 +280,20 @@ constexpr int kPrefetch = 2;
 /// 0.177 in bands, gaussian:31 0.197 -> 0.184; 4K gaussian:21 0.0625 ->
 /// 0.0571; 1080p 0.0203 -> 0.0187. For the two-k-step sizes one set was a
 /// tie or a loss at 8K: gaussian:11..17 +1-2%, and the INT instances, run 21).
+/// The F16 instances too (run 44: two sets at 3 blocks per SM, 168
+/// registers, 8K RGB gaussian:21 0.1014 -> 0.1031 ms, 4K 0.0309 -> 0.0356).
 constexpr int prefetch_sets(int ks1) { return ks1 == 3 ? 1 : kPrefetch; }
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
 /// 4 (128 registers) was measured and not kept (run 17): the fp16-exact
 /// instances fit it but ran no faster, the others spill; nor for the INT
 /// instances (run 20: 32 bytes spilled at 3 channels, 8K 1-2% slower).
-constexpr int min_blocks_per_sm(int channels, int ks1) { return channels * ks1 <= 6 ? 3 : 2; }
+/// The F16 instances (no lo window, fragments or split) hold 3 blocks up to
+/// 3 channels and three k-steps down (158-163 registers, no spill; notes,
+/// run 44; 2 blocks per SM not measured for them).
+constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false) {
+  return channels * ks1 <= 6 || (f16 && channels * ks1 <= 9) ? 3 : 2;
+}
 }  // namespace mma_stream_tuning
 
 /// The last k-step of a pass of n taps whose band starts `shift` columns in
@@ -300,6 +321,9 @@ struct MmaStreamCoeffs {
   float col[32];  ///< vertical factors, times 2^(24 - row_scale)
   int row_scale;
   bool lo;        ///< a factor is not exact in fp16: the lo products run (the LO kernels)
+  /// The F16 kernels instead (no lo parts at all; make_mma_stream_half): lo
+  /// is set, and mma_stream_half_error_bound is at most kStreamHalfMaxError.
+  bool f16;
   /// Integer factors (the INT kernels, notes run 20): row[] and col[] hold
   /// whole numbers 0..255 whose products over 2^int_shift are the kernel's
   /// coefficients exactly (make_mma_stream_integer). Both passes then run on
@@ -566,12 +590,15 @@ struct MmaStreamLoads {
 /// factors (MmaStreamCoeffs::integer; KS1 = KS2 = 2, HALF and LO false):
 /// the tiles hold the bytes themselves, each pass is one m16n8k32 u8 x u8
 /// step a 16 x 8 block (pass 2 twice: pass 1's s32 result enters it as its
-/// lo and hi bytes), and the exact sum is rounded once, ties to even.
-template <int C, int KS1, int KS2, bool HALF, bool LO = true, bool INT = false>
-__global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1))
+/// lo and hi bytes), and the exact sum is rounded once, ties to even. F16
+/// (MmaStreamCoeffs::f16; LO and INT false): pass 1's result rounded to fp16
+/// and no lo part anywhere.
+template <int C, int KS1, int KS2, bool HALF, bool LO = true, bool INT = false, bool F16 = false>
+__global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1, F16))
     separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   static_assert(!INT || (KS1 == 2 && KS2 == 2 && !HALF && !LO), "INT: one k32 step each way");
+  static_assert(!F16 || (!LO && !INT), "F16: hi products alone");
   using G = MmaStreamGeom<C, KS1, KS2, INT>;
   using E = std::conditional_t<INT, std::uint8_t, __half>;  // a tile element
   constexpr int S = G::kS;
@@ -839,10 +866,17 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
           }
           // d0: (pixel g | g + 8, rows 2t, 2t + 1); d1: rows + 8. A fragment of
           // pass 2: (pixel g, rows 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..).
-          split_trunc_half2(d0[0], d0[1], wh[SLOT][c][0], wl[SLOT][c][0]);
-          split_trunc_half2(d0[2], d0[3], wh[SLOT][c][1], wl[SLOT][c][1]);
-          split_trunc_half2(d1[0], d1[1], wh[SLOT][c][2], wl[SLOT][c][2]);
-          split_trunc_half2(d1[2], d1[3], wh[SLOT][c][3], wl[SLOT][c][3]);
+          if constexpr (F16) {  // rounded to fp16, no lo part
+            wh[SLOT][c][0] = half2_bits(__floats2half2_rn(d0[0], d0[1]));
+            wh[SLOT][c][1] = half2_bits(__floats2half2_rn(d0[2], d0[3]));
+            wh[SLOT][c][2] = half2_bits(__floats2half2_rn(d1[0], d1[1]));
+            wh[SLOT][c][3] = half2_bits(__floats2half2_rn(d1[2], d1[3]));
+          } else {
+            split_trunc_half2(d0[0], d0[1], wh[SLOT][c][0], wl[SLOT][c][0]);
+            split_trunc_half2(d0[2], d0[3], wh[SLOT][c][1], wl[SLOT][c][1]);
+            split_trunc_half2(d1[0], d1[1], wh[SLOT][c][2], wl[SLOT][c][2]);
+            split_trunc_half2(d1[2], d1[3], wh[SLOT][c][3], wl[SLOT][c][3]);
+          }
         }
       }
     };
@@ -892,13 +926,22 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 #pragma unroll
             for (int s = 0; s < KS1; ++s) {
               const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
-              if (HALF && s == KS1 - 1) {  // input rows 16 s .. 16 s + 7 only
-                mma_1688(d, wh[slot][c][0], wh[slot][c][1], vh[s][nt][0]);
-                mma_1688(d, wl[slot][c][0], wl[slot][c][1], vh[s][nt][0]);
-                if (LO) mma_1688(d, wh[slot][c][0], wh[slot][c][1], vl[s][nt][0]);
+              // Output rows 8 nt .. 8 nt + 7 reach window rows 8 nt .. 8 nt + 6 + ny:
+              // n-tile 1 nothing of k-step 0's first 8 rows; n-tile 0 nothing of the
+              // last k-step's second 8 (ny <= 16 (KS1 - 1) + 1 for every side the
+              // instance takes) nor, with HALF (ny <= 16 KS1 - 23), of its first 8.
+              // Their factors are zero: those products are left out (run 44).
+              // Half: 0 = the whole k-step, 1 = its first 8 rows, 2 = its second 8.
+              if (HALF && nt == 0 && s == KS1 - 1) continue;
+              const int half = nt == 1 && s == 0 ? 2 : s == KS1 - 1 && (HALF || nt == 0) ? 1 : 0;
+              if (half != 0) {  // input rows 16 s + 8 (half - 1) .. + 7 only
+                const int r = 2 * (half - 1);
+                mma_1688(d, wh[slot][c][r], wh[slot][c][r + 1], vh[s][nt][r / 2]);
+                if (!F16) mma_1688(d, wl[slot][c][r], wl[slot][c][r + 1], vh[s][nt][r / 2]);
+                if (LO) mma_1688(d, wh[slot][c][r], wh[slot][c][r + 1], vl[s][nt][r / 2]);
               } else {
                 mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
-                mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
+                if (!F16) mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
                 if (LO) mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
               }
             }
@@ -970,7 +1013,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
       __syncthreads();
     });
 
-    constexpr bool kSteadyStep = KS1 == 2 && PF == 2 && LO && !HALF && !INT;
+    constexpr bool kSteadyStep = KS1 == 2 && PF == 2 && (LO || F16) && !HALF && !INT;
     // The general step (any block: rows beyond the image, the edge strips,
     // the segment's first and last steps).
     auto step = [&](int j, auto pc) {
@@ -993,7 +1036,11 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     // chains. Built where it was measured faster (notes, run 17): two k-steps
     // down, the lo products, no half step (sides 11..17; 8K RGB gaussian:11..17
     // -8 to -9%); the fp16-exact half-step instances (gaussian:5..9) were 2-10%
-    // slower with it, and the INT ones 1-3% (run 20).
+    // slower with it, and the INT ones 1-3% (run 20). The F16 instances of
+    // sides 11..17 take it too (run 44, H100 RGB, ms, without -> with: 8K
+    // gaussian:13 0.0981 -> 0.0968, 4K 0.0282 -> 0.0265); for three k-steps
+    // (one register set, so the same code serves) it lost at 4K (+9%) and for
+    // 19..25 at 8K (+3%), gaining 2% for 27..31 at 8K only: not built.
     int fast_begin = 0, fast_end = 0;
     if constexpr (kSteadyStep) {
       const bool fast_item = cols_inside && p.vec16_dst && x0 + G::kSW <= width;
