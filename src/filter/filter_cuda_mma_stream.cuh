@@ -52,7 +52,8 @@
 // forms hi*x alone and its fp32 result is rounded to fp16 (one F2F a pair,
 // no split), pass 2 forms Dhi*Vhi alone. 24 products a warp and step at 3
 // channels for sides 11..17 instead of 60, 36 instead of 90 for 19..31, and
-// no window of lo parts, so the three-k-step instances hold 3 blocks per SM.
+// no window of lo parts, so the three-k-step instances hold 3 blocks per SM
+// up to 3 channels.
 // Built for both passes on the same k-steps (square kernels), LO kernels only.
 //
 // Exact (INT, run 20). Kernels that are exactly q[y] * p[x] / 2^a with whole
