@@ -982,7 +982,8 @@ TEST(FilterCuda, TensorCoreKernelsInHalfPrecision) {
       // Tiles of 16 rows (the instance with tile heights at run time).
       ScopedEnv rows_env("PIXELKIT_CUDA_FILTER_DENSE_ROWS", "16");
       const std::vector<SweepSize> few = {{97, 70, 3}, {70, 17, 4}};
-      const auto [d, n] = sweep_device_against_ref(few, {kernels[1], kernels[2]}, 2000, tc, " in fp16 in 16-row tiles", {""});
+      const auto [d, n] =
+          sweep_device_against_ref(few, {kernels[1], kernels[2]}, 2000, tc, " in fp16 in 16-row tiles", {""});
       EXPECT_LE(d, n / 5) << d << " of " << n << " elements off by one";
     }
     // The switch, and a kernel of gain 50 (beyond the bound: hi + lo).

@@ -332,7 +332,8 @@ class CudaFilterImpl final : public CudaFilter {
     }
     mma_dense_ = MmaDenseCoeffs{};
     const bool mma_dense_fits = policy != MmaPolicy::off &&
-                                make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, half_enabled(), &mma_dense_);
+                                make_mma_dense_coeffs(kernel.coeffs.data(), kw_, kh_, border, half_enabled(),
+                                                      &mma_dense_);
     mma_dense_min_waves_ = -1;
     mma_dense_auto5_ = false;
     if (mma_dense_fits) {
@@ -575,7 +576,8 @@ class CudaFilterImpl final : public CudaFilter {
           launch_persistent(ki, mma_dense_tuning::kThreads, grid, &p, stream);
           PIXELKIT_CUDA_CHECK_LAUNCH("dense_mma_kernel");
           return "cuda dense tensor cores " + std::to_string(kw_) + "x" + std::to_string(kh_) +
-                 (mma_dense_.half ? " in fp16" : "") + (th != mma_dense_tuning::kTileRows ? " in " + std::to_string(th) + "-row tiles" : "") + shape;
+                 (mma_dense_.half ? " in fp16" : "") +
+                 (th != mma_dense_tuning::kTileRows ? " in " + std::to_string(th) + "-row tiles" : "") + shape;
         }
       }
       if (mma_ok_ && tensor_cores()) {

@@ -103,9 +103,10 @@ template <int C>
 MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo, bool integer, bool f16) {
   if (integer) return stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
   // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
-  if (f16 && ks1 == 2) return half ? stream_info<C, 2, 2, true, false, false, true>()
-                                   : stream_info<C, 2, 2, false, false, false, true>();
-  if (f16) return half ? stream_info<C, 3, 3, true, false, false, true>() : stream_info<C, 3, 3, false, false, false, true>();
+  if (f16 && ks1 == 2)
+    return half ? stream_info<C, 2, 2, true, false, false, true>() : stream_info<C, 2, 2, false, false, false, true>();
+  if (f16)
+    return half ? stream_info<C, 3, 3, true, false, false, true>() : stream_info<C, 3, 3, false, false, false, true>();
   // Half last steps only where both passes take the same k-steps (square
   // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
   // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
