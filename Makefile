@@ -2,7 +2,8 @@
 #   make demo   install what is missing, build (Release), run the demo on data/
 #   make test   install what is missing, build (Release), run every test (CTest),
 #               then build and run every test again under AddressSanitizer +
-#               UndefinedBehaviorSanitizer (preset asan, CPU only)
+#               UndefinedBehaviorSanitizer (preset asan, CPU only; it leaves out
+#               the PyWavelets check and the kill tests, see README)
 # Also: make test-asan (the sanitizer pass alone), make test-tsan (the threads
 # test under ThreadSanitizer, scripts/sanitize.sh thread), make bench (the host
 # benchmarks), make studies [STUDIES="s002 s003_sizes"] (the seeds' studies on
