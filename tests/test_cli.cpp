@@ -118,5 +118,69 @@ TEST(Cli, InfoAndUsage) {
   EXPECT_NE(help.out.find("--border"), std::string::npos);
 }
 
+#if PIXELKIT_TEST_HAVE_OPENCV
+// Image and video codecs live in libpixelkit_opencv.so, loaded on first use
+// (src/core/opencv_module.hpp): a process that never touches a codec file
+// never maps imgcodecs. This test program does not link imgcodecs itself.
+bool maps_imgcodecs() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("libopencv_imgcodecs") != std::string::npos) return true;
+  return false;
+}
+
+TEST(CodecModule, LoadsOnTheFirstCodecFileOnly) {
+  ASSERT_FALSE(maps_imgcodecs()) << "imgcodecs is mapped before any file was read";
+  const Image small = random_image(9, 7, 3, PixelType::u8, 3);
+  const std::string dir = scratch_dir("codec_module");
+  write_image(dir + "/a.npy", small.cview());
+  EXPECT_EQ(read_image(dir + "/a.npy").view().row_bytes(), small.view().row_bytes());
+  EXPECT_FALSE(maps_imgcodecs()) << ".npy files need no codec";
+  const Image photo = read_image(std::string(PIXELKIT_DATA_DIR) + "/camera.png");
+  EXPECT_GT(photo.width(), 0);
+  EXPECT_TRUE(maps_imgcodecs()) << "a PNG was read without OpenCV's imgcodecs";
+  std::filesystem::remove_all(dir);
+}
+
+class CliCodecModule : public CliFixture {
+ protected:
+  CliCodecModule() : CliFixture("codec_") {}
+  void TearDown() override {
+    ::unsetenv("PIXELKIT_OPENCV_MODULE");
+    CliFixture::TearDown();
+  }
+};
+
+TEST_F(CliCodecModule, InfoNamesTheModuleAndAMissingOneIsAClearErrorForCodecFilesOnly) {
+  const CliResult info = run_cli("info");
+  EXPECT_EQ(info.code, 0);
+  EXPECT_NE(info.out.find("codec module : /"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("libpixelkit_opencv"), std::string::npos) << info.out;
+
+  const std::string photo = std::string(PIXELKIT_DATA_DIR) + "/camera.png";
+  ::setenv("PIXELKIT_OPENCV_MODULE", (dir + "/nowhere/libpixelkit_opencv.so").c_str(), 1);
+  const CliResult none = run_cli("info");
+  EXPECT_EQ(none.code, 0);
+  EXPECT_NE(none.out.find("codec module : not loadable: '" + dir + "/nowhere/libpixelkit_opencv.so' does not exist"),
+            std::string::npos)
+      << none.out;
+  // Codec files fail with one line naming the file; .npy work goes on.
+  expect_failure("filter " + photo + " " + dir + "/o.npy --kernel box:3", 1,
+                 "input '" + photo + "': cannot load pixelkit's OpenCV codec module");
+  expect_failure("filter " + input + " " + dir + "/o.png --kernel box:3", 1,
+                 "output '" + dir + "/o.png': cannot load pixelkit's OpenCV codec module");
+  const CliResult npy = run_cli("filter " + input + " " + dir + "/o.npy --kernel box:3");
+  EXPECT_EQ(npy.code, 0) << npy.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/o.npy"));
+  // A file that is not the module: refused, not loaded.
+  ::setenv("PIXELKIT_OPENCV_MODULE", input.c_str(), 1);
+  const CliResult bad = run_cli("filter " + photo + " " + dir + "/o2.npy --kernel box:3");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("cannot load pixelkit's OpenCV codec module"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/o2.npy"));
+}
+#endif
+
 }  // namespace
 }  // namespace pixelkit::test

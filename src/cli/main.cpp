@@ -9,6 +9,9 @@
 
 #include "cli/common.hpp"
 #include "pixelkit/config.hpp"
+#if PIXELKIT_WITH_OPENCV
+#include "core/opencv_module.hpp"
+#endif
 #include "pixelkit/io.hpp"
 
 namespace pixelkit::cli {
@@ -33,6 +36,11 @@ Action setup_info(CLI::App&) {
     std::printf("image codecs : %s\n", have_image_codecs() ? "OpenCV imgcodecs + .npy"
                                         : have_png()        ? "PNG (libpng) + .npy"
                                                             : ".npy only");
+#if PIXELKIT_WITH_OPENCV
+    std::string where;
+    const bool loaded = detail::cvmod::opencv_module_available(&where);
+    std::printf("codec module : %s%s\n", loaded ? "" : "not loadable: ", where.c_str());
+#endif
     std::printf("cpu threads  : %d\n", resolve_threads(common().threads));
     std::printf("auto backend : %s\n", to_string(resolve_backend(Backend::automatic, Memory::host)));
   };

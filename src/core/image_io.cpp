@@ -1,10 +1,13 @@
-// Image files: OpenCV's imgcodecs where the build has it, else PNG through
-// libpng (core/png_codec.hpp) where that was found; .npy always.
+// Image files: OpenCV's imgcodecs where the build has it (through the OpenCV
+// codec module, loaded on first use: core/opencv_module.hpp, whose side is
+// core/image_io_opencv.cpp), else PNG through libpng (core/png_codec.hpp)
+// where that was found; .npy always.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,12 +16,14 @@
 #include "pixelkit/io.hpp"
 
 #if PIXELKIT_WITH_OPENCV
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
+#include "core/opencv_module.hpp"  // imgcodecs, loaded on first use
 #endif
 
 namespace pixelkit {
+
+#if PIXELKIT_WITH_OPENCV
+namespace cvmod = detail::cvmod;
+#endif
 
 namespace {
 
@@ -99,21 +104,16 @@ Image read_image(const std::string& path, Memory memory) {
   if (bytes.empty()) throw Error(Status::io, what + " is empty");
   std::string why;
   if (!png_structure_ok(bytes, why)) throw Error(Status::io, what + " is a corrupt PNG file (" + why + ")");
-  cv::Mat m;
-  try {
-    m = cv::imdecode(cv::Mat(1, static_cast<int>(bytes.size()), CV_8U, const_cast<unsigned char*>(bytes.data())),
-                     cv::IMREAD_UNCHANGED);
-  } catch (const cv::Exception& e) {
-    throw Error(Status::io, what + " could not be decoded: " + e.what());
-  }
-  if (m.empty()) throw Error(Status::io, what + " is not an image pixelkit can read, or it is corrupt");
-  if (m.channels() == 2) throw Error(Status::unsupported, what + " has 2 channels (1, 3 or 4 supported)");
-  if (m.depth() != CV_8U && m.depth() != CV_32F) m.convertTo(m, CV_32F);
-  if (m.channels() == 3) cv::cvtColor(m, m, cv::COLOR_BGR2RGB);
-  else if (m.channels() == 4) cv::cvtColor(m, m, cv::COLOR_BGRA2RGBA);
-  Image img(m.cols, m.rows, m.channels(), m.depth() == CV_8U ? PixelType::u8 : PixelType::f32, memory);
+  const cvmod::Api& cv = cvmod::opencv_module(what);
+  std::string error;
+  const std::unique_ptr<cvmod::DecodedImage> decoded(cv.decode(bytes.data(), bytes.size(), &error));
+  if (!decoded && !error.empty()) throw Error(Status::io, what + " could not be decoded: " + error);
+  if (!decoded) throw Error(Status::io, what + " is not an image pixelkit can read, or it is corrupt");
+  const cvmod::Pixels m = decoded->pixels();
+  if (m.channels == 2) throw Error(Status::unsupported, what + " has 2 channels (1, 3 or 4 supported)");
+  Image img(m.width, m.height, m.channels, m.depth == cvmod::kDepthU8 ? PixelType::u8 : PixelType::f32, memory);
   const std::size_t row = img.view().row_bytes();
-  for (int y = 0; y < m.rows; ++y) std::memcpy(img.row<unsigned char>(y), m.ptr(y), row);
+  for (int y = 0; y < m.height; ++y) std::memcpy(img.row<unsigned char>(y), m.data + y * m.pitch, row);
   return img;
 #else
   if (detail::png_codec_available() && is_png(bytes)) {
@@ -136,26 +136,20 @@ void write_image(const std::string& path, const ConstImageView& image) {
     return;
   }
 #if PIXELKIT_WITH_OPENCV
-  const int depth = image.type == PixelType::u8 ? CV_8U : CV_32F;
-  cv::Mat view(image.height, image.width, CV_MAKETYPE(depth, image.channels), const_cast<void*>(image.data),
-               static_cast<std::size_t>(image.pitch));
-  // Never convert in place: `view` is the caller's pixels.
-  cv::Mat m;
+  const cvmod::Api& cv = cvmod::opencv_module("output '" + path + "'");
+  cvmod::Pixels px;
+  px.width = image.width;
+  px.height = image.height;
+  px.channels = image.channels;
+  px.depth = image.type == PixelType::u8 ? cvmod::kDepthU8 : cvmod::kDepthF32;
+  px.data = static_cast<unsigned char*>(const_cast<void*>(image.data));  // read only: encode converts a copy
+  px.pitch = static_cast<std::size_t>(image.pitch);
+  // TIFF keeps f32 samples; every other format takes u8, rounded and saturated.
   const bool keep_float = (ext == ".tif" || ext == ".tiff") && image.type == PixelType::f32;
-  if (image.type == PixelType::f32 && !keep_float) view.convertTo(m, CV_8U);  // rounds and saturates
-  else m = view;
-  if (m.channels() == 3 || m.channels() == 4) {
-    cv::Mat swapped;
-    cv::cvtColor(m, swapped, m.channels() == 3 ? cv::COLOR_RGB2BGR : cv::COLOR_RGBA2BGRA);
-    m = swapped;
-  }
   std::vector<unsigned char> buf;
-  bool ok = false;
-  try {
-    ok = cv::imencode(ext, m, buf);
-  } catch (const cv::Exception& e) {
-    throw Error(Status::io, "output '" + path + "': cannot encode: " + e.what());
-  }
+  std::string error;
+  const bool ok = cv.encode(px, ext.c_str(), keep_float, &buf, &error);
+  if (!ok && !error.empty()) throw Error(Status::io, "output '" + path + "': cannot encode: " + error);
   if (!ok) throw Error(Status::io, "output '" + path + "': cannot encode this image as " + ext);
   write_file_atomic(path, buf.data(), buf.size());
 #else

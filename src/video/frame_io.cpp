@@ -1,6 +1,7 @@
 // Frame sources and sinks: memory stacks, .npy frame stacks (pixelkit's own
 // npy code, always built) and video files through OpenCV's videoio (FFmpeg
-// backend) when the build has it. Every file sink writes to a temporary file
+// backend) when the build has it, in the OpenCV codec module loaded on first
+// use (core/opencv_module.hpp; its side is video/frame_io_opencv.cpp). Every file sink writes to a temporary file
 // in the destination's folder and renames it into place in finish(), so a
 // failed run leaves no partial output and never damages an existing file.
 #include <fcntl.h>
@@ -25,10 +26,9 @@
 #include "pixelkit/video.hpp"
 
 #if PIXELKIT_WITH_VIDEOIO
-#include <opencv2/imgproc.hpp>
-#include <opencv2/videoio.hpp>
+#include <memory>
 
-#include "pixelkit/opencv.hpp"
+#include "core/opencv_module.hpp"  // videoio, loaded on first use
 #endif
 
 namespace pixelkit {
@@ -423,6 +423,19 @@ void check_frame_sink_path(const std::string& path, const std::string& fourcc) {
 #if PIXELKIT_WITH_VIDEOIO
 namespace {
 
+namespace cvmod = detail::cvmod;
+
+cvmod::Pixels pixels_of(const ConstImageView& v) {
+  cvmod::Pixels p;
+  p.width = v.width;
+  p.height = v.height;
+  p.channels = v.channels;
+  p.depth = cvmod::kDepthU8;
+  p.data = static_cast<unsigned char*>(const_cast<void*>(v.data));
+  p.pitch = static_cast<std::size_t>(v.pitch);
+  return p;
+}
+
 // A video file through cv::VideoCapture. The first frame is decoded when the
 // file is opened, so that the format is the frames' real one.
 class CvFrameSource : public FrameSource {
@@ -436,28 +449,28 @@ class CvFrameSource : public FrameSource {
       if (!f) throw Error(Status::io, "cannot open '" + path + "': " + std::strerror(errno));
       std::fclose(f);
     }
-    // FFmpeg only: the other backends OpenCV would try on failure (GStreamer,
-    // image sequences) print their own errors for a file that is not a video.
-    try {
-      cap_.open(path, cv::CAP_FFMPEG);
-    } catch (const cv::Exception&) {
-    }
-    if (!cap_.isOpened())
+    const cvmod::Api& cv = cvmod::opencv_module("'" + path + "'");
+    PIXELKIT_EXPECTS(cv.has_video, Status::unsupported, "'" + path + "': pixelkit's OpenCV module has no videoio");
+    cap_.reset(cv.open_video(path.c_str()));
+    if (!cap_)
       throw Error(Status::io, "cannot decode '" + path +
                                   "': not a video OpenCV's FFmpeg backend can read (unknown format, or a file "
                                   "truncated or corrupt before its first frame)");
-    if (!cap_.read(mat_) || mat_.empty())
+    std::string error;
+    if (cap_->next(&error) != 1)
       throw Error(Status::io, "cannot decode '" + path + "': no frame could be decoded (truncated or corrupt)");
     pending_ = true;
-    PIXELKIT_EXPECTS(mat_.depth() == CV_8U && (mat_.channels() == 3 || mat_.channels() == 1), Status::unsupported,
-                     "'" + path + "': frames decode to " + std::to_string(mat_.channels()) +
-                         " channels of depth " + std::to_string(mat_.depth()) + "; 8-bit grey or colour is supported");
-    format_.width = mat_.cols;
-    format_.height = mat_.rows;
-    format_.channels = mat_.channels();
-    const double fps = cap_.get(cv::CAP_PROP_FPS);
+    const cvmod::Pixels first = cap_->frame();
+    PIXELKIT_EXPECTS(first.depth == cvmod::kDepthU8 && (first.channels == 3 || first.channels == 1),
+                     Status::unsupported,
+                     "'" + path + "': frames decode to " + std::to_string(first.channels) + " channels of depth " +
+                         std::to_string(first.depth) + "; 8-bit grey or colour is supported");
+    format_.width = first.width;
+    format_.height = first.height;
+    format_.channels = first.channels;
+    const double fps = cap_->fps();
     format_.fps = fps > 0 && fps < 10000 && std::isfinite(fps) ? fps : 25.0;
-    const double n = cap_.get(cv::CAP_PROP_FRAME_COUNT);
+    const double n = cap_->frame_count();
     format_.frame_count = n >= 1 && n < 1e12 ? static_cast<std::int64_t>(std::llround(n)) : -1;
   }
 
@@ -468,14 +481,12 @@ class CvFrameSource : public FrameSource {
   bool read(const ImageView& frame) override {
     check_frame_view(frame, format_, path_);
     if (!pending_) {
-      bool ok = false;
-      try {
-        ok = cap_.read(mat_) && !mat_.empty();
-      } catch (const cv::Exception& e) {
+      std::string error;
+      const int got = cap_->next(&error);
+      if (got < 0)
         throw Error(Status::io, "'" + path_ + "': corrupt video: decoding failed after " + std::to_string(next_) +
-                                    " frames (" + e.what() + ")");
-      }
-      if (!ok) {
+                                    " frames (" + error + ")");
+      if (got == 0) {
         if (format_.frame_count > 0 && next_ < format_.frame_count)
           throw Error(Status::io, "'" + path_ + "': truncated or corrupt video: decoding stopped after " +
                                       std::to_string(next_) + " of the " + std::to_string(format_.frame_count) +
@@ -484,17 +495,16 @@ class CvFrameSource : public FrameSource {
       }
     }
     pending_ = false;
-    if (mat_.cols != format_.width || mat_.rows != format_.height || mat_.channels() != format_.channels ||
-        mat_.depth() != CV_8U)
+    const cvmod::Pixels m = cap_->frame();
+    if (m.width != format_.width || m.height != format_.height || m.channels != format_.channels ||
+        m.depth != cvmod::kDepthU8)
       throw Error(Status::invalid_argument,
                   "'" + path_ + "': frame " + std::to_string(next_) + " is " +
-                      shape_text(mat_.cols, mat_.rows, mat_.channels()) + " but the video started with " +
+                      shape_text(m.width, m.height, m.channels) + " but the video started with " +
                       shape_text(format_.width, format_.height, format_.channels) +
                       " frames (frames that change size are not supported); " + std::to_string(next_) +
                       " frames were read");
-    cv::Mat dst = to_mat(frame);
-    if (format_.channels == 3) cv::cvtColor(mat_, dst, cv::COLOR_BGR2RGB);
-    else mat_.copyTo(dst);
+    cap_->copy_rgb(pixels_of(frame));
     ++next_;
     if (format_.frame_count >= 0 && next_ > format_.frame_count) format_.frame_count = next_;
     return true;
@@ -502,8 +512,7 @@ class CvFrameSource : public FrameSource {
 
  private:
   std::string path_;
-  cv::VideoCapture cap_;
-  cv::Mat mat_;
+  std::unique_ptr<cvmod::VideoReader> cap_;
   bool pending_ = false;
   VideoFormat format_;
   std::int64_t next_ = 0;
@@ -518,22 +527,18 @@ class CvFrameSink : public FrameSink {
     check_shape(f.width, f.height, f.channels, PixelType::u8, "video frame");
     PIXELKIT_EXPECTS(f.channels == 1 || f.channels == 3 || f.channels == 4, Status::invalid_argument,
                      "video sink: frames have 1, 3 or 4 channels, not " + std::to_string(f.channels));
+    const cvmod::Api& cv = cvmod::opencv_module("output '" + path + "'");
+    PIXELKIT_EXPECTS(cv.has_video, Status::unsupported, "output '" + path + "': pixelkit's OpenCV module has no videoio");
     const int fd = make_temp_beside(path, tmp_);
     ::close(fd);  // the writer opens the file by name
-    const int cc = cv::VideoWriter::fourcc(fourcc_[0], fourcc_[1], fourcc_[2], fourcc_[3]);
     const double fps = f.fps > 0 && std::isfinite(f.fps) ? f.fps : 25.0;
-    const cv::Size size(f.width, f.height);
-    try {
-      writer_.open(tmp_, cv::CAP_FFMPEG, cc, fps, size, true);
-    } catch (const cv::Exception&) {
-    }
-    if (!writer_.isOpened()) {
+    writer_.reset(cv.create_video(tmp_.c_str(), fourcc_.c_str(), fps, f.width, f.height));
+    if (!writer_) {
       abort();
       throw Error(Status::unsupported, "output '" + path + "': OpenCV's FFmpeg backend cannot encode codec '" +
                                            fourcc_ + "' in a '" + lower_extension(path) + "' file at " +
                                            std::to_string(f.width) + "x" + std::to_string(f.height));
     }
-    bgr_.create(f.height, f.width, CV_8UC3);
   }
   ~CvFrameSink() override { abort(); }
 
@@ -544,25 +549,17 @@ class CvFrameSink : public FrameSink {
                      Status::invalid_argument,
                      "'" + path_ + "': frames are " + shape_text(format_.width, format_.height, format_.channels) +
                          " u8, not " + pixelkit::describe(frame));
-    const cv::Mat src = to_mat(frame);
-    const int code = frame.channels == 1 ? cv::COLOR_GRAY2BGR
-                                         : (frame.channels == 3 ? cv::COLOR_RGB2BGR : cv::COLOR_RGBA2BGR);
-    try {
-      cv::cvtColor(src, bgr_, code);
-      writer_.write(bgr_);
-    } catch (const cv::Exception& e) {
-      throw Error(Status::io, "cannot write '" + path_ + "': " + e.what());
-    }
+    std::string error;
+    if (!writer_->write(pixels_of(frame), &error)) throw Error(Status::io, "cannot write '" + path_ + "': " + error);
     ++frames_;
   }
 
   void finish() override {
     PIXELKIT_EXPECTS(!tmp_.empty(), Status::invalid_argument, "'" + path_ + "': the video is closed");
-    try {
-      writer_.release();  // writes the trailer (index) of the container
-    } catch (const cv::Exception& e) {
+    std::string error;
+    if (!writer_->release(&error)) {  // writes the trailer (index) of the container
       abort();
-      throw Error(Status::io, "cannot write '" + path_ + "': " + e.what());
+      throw Error(Status::io, "cannot write '" + path_ + "': " + error);
     }
     std::error_code ec;
     const auto size = fs::file_size(tmp_, ec);
@@ -587,10 +584,7 @@ class CvFrameSink : public FrameSink {
   }
 
   void abort() noexcept override {
-    try {
-      if (writer_.isOpened()) writer_.release();
-    } catch (...) {
-    }
+    writer_.reset();  // releases it, errors ignored
     if (!tmp_.empty()) {
       ::unlink(tmp_.c_str());
       tmp_.clear();
@@ -603,8 +597,7 @@ class CvFrameSink : public FrameSink {
   std::string path_, tmp_;
   VideoFormat format_;
   std::string fourcc_;
-  cv::VideoWriter writer_;
-  cv::Mat bgr_;
+  std::unique_ptr<cvmod::VideoWriter> writer_;
   std::int64_t frames_ = 0;
 };
 

@@ -24,3 +24,24 @@ execute_process(COMMAND ${WORK_DIR}/build/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the consumer returned ${rc}")
 endif()
+
+# The installed CLI loads the installed OpenCV codec module (where the build
+# has one): `pixelkit info` names the file under the prefix, and a PNG filters.
+file(GLOB_RECURSE module ${WORK_DIR}/prefix/*/pixelkit/libpixelkit_opencv.so)
+if(module)
+  execute_process(COMMAND ${WORK_DIR}/prefix/bin/pixelkit info OUTPUT_VARIABLE info RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "the installed pixelkit info returned ${rc}")
+  endif()
+  string(FIND "${info}" "codec module : ${module}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the installed pixelkit does not load ${module}:\n${info}")
+  endif()
+  execute_process(COMMAND ${WORK_DIR}/prefix/bin/pixelkit filter ${SOURCE_DIR}/data/camera.png
+                          ${WORK_DIR}/camera_box3.png --kernel box:3 --backend cpu
+                  RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(rc OR NOT EXISTS ${WORK_DIR}/camera_box3.png)
+    message(FATAL_ERROR "the installed pixelkit could not filter a PNG (${rc}): ${err}")
+  endif()
+  message(STATUS "installed CLI: ${module} loaded, a PNG filtered")
+endif()
