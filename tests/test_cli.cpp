@@ -54,6 +54,21 @@ TEST_F(CliFilter, VerboseSaysWhichBackendAndPathRan) {
   EXPECT_NE(r.err.find("cpu"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("ms"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("gaussian:5"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("pixelkit: cuda "), std::string::npos) << "a cpu run made a CUDA context: " << r.err;
+}
+
+TEST_F(CliFilter, VerboseOnCudaTimesTheContextApartFromTheRead) {
+  if (!cuda_available()) GTEST_SKIP() << "no usable CUDA device";
+  const CliResult r = run_cli("filter " + input + " " + dir + "/o.npy --kernel gaussian:5 --backend cuda --verbose");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The context first, on a line of its own, then read, filter and write.
+  const auto at = [&](const char* step) { return r.err.find(std::string("pixelkit: ") + step); };
+  ASSERT_NE(at("cuda "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("context created on " + cuda_device_name()), std::string::npos) << r.err;
+  ASSERT_NE(at("read "), std::string::npos) << r.err;
+  ASSERT_NE(at("filter "), std::string::npos) << r.err;
+  EXPECT_LT(at("cuda "), at("read ")) << r.err;
+  EXPECT_LT(at("read "), at("filter ")) << r.err;
 }
 
 TEST_F(CliFilter, BadKernelsAndBorders) {

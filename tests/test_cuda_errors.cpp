@@ -121,10 +121,33 @@ TEST(CudaTma, TensorMapsOnlyForLayoutsTmaCanRead) {
   EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 62, 16));
   EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 64, 257));
   EXPECT_FALSE(pixelkit::detail::encode_tma_2d_u32(&map, base, 0, 64, 1024, 64, 16));
-  if (pixelkit::detail::tma_available())
+  if (pixelkit::detail::tma_available()) {
     EXPECT_TRUE(pixelkit::detail::encode_tma_2d_u32(&map, base, 256, 64, 1024, 64, 16));
+  }
   EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
   cudaFree(buf);
+#endif
+}
+
+TEST(CudaInit, CreatesTheContextOrSaysWhyNot) {
+  if (!cuda_available()) {
+    // No CUDA build or no device: one clear unsupported error, on every call.
+    for (int i = 0; i < 2; ++i) {
+      try {
+        cuda_init();
+        ADD_FAILURE() << "cuda_init succeeded without a usable device";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.status(), Status::unsupported);
+        EXPECT_NE(std::string(e.what()).find("cuda_init: "), std::string::npos) << e.what();
+      }
+    }
+    return;
+  }
+#if PIXELKIT_WITH_CUDA
+  EXPECT_NO_THROW(cuda_init());
+  EXPECT_NO_THROW(cuda_init());  // again: a no-op
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  expect_cuda_filter_still_works();
 #endif
 }
 

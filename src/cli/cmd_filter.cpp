@@ -31,10 +31,10 @@ Action setup(CLI::App& sub) {
     const Border border = for_option("--border", [] { return parse_border(a.border); });
     check_output("OUT", a.output, {a.input});
 
-    Timer t_read;
     // Pinned host memory lets the cuda backend overlap transfers with compute.
-    const Backend planned = resolve_backend(options.backend, Memory::host);
+    const Backend planned = plan_backend(options);
     const Memory mem = planned == Backend::cuda ? Memory::pinned : Memory::host;
+    Timer t_read;
     Image src = read_image(a.input, mem);
     verbose("read", a.input + " " + std::to_string(src.width()) + "x" + std::to_string(src.height()) + "x" +
                         std::to_string(src.channels()) + " " + to_string(src.type()),

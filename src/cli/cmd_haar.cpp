@@ -145,6 +145,7 @@ void run_inverse(const HaarArgs& a, const Options& options, RunInfo& info) {
                    "--inverse cannot be combined with --coeffs, --view or --compress");
   const std::string& out = a.paths[0];
   check_output("OUT", out, {a.inverse});
+  (void)plan_backend(options);
   Timer t_read;
   HaarCoefficients hc = read_haar_npz(a.inverse);
   verbose("read", a.inverse + " " + dims(hc.coeffs.cview()) + ", " + std::to_string(hc.levels) + " levels " +
@@ -184,9 +185,9 @@ void run_forward(const HaarArgs& a, const Options& options, RunInfo& info) {
       PIXELKIT_EXPECTS(outs[i].empty() || outs[i] != outs[j], Status::invalid_argument,
                        "'" + outs[i] + "' is named as two outputs");
 
-  Timer t_read;
-  const Backend planned = resolve_backend(options.backend, Memory::host);
+  const Backend planned = plan_backend(options);
   const Memory mem = planned == Backend::cuda ? Memory::pinned : Memory::host;
+  Timer t_read;
   Image src = read_image(in, mem);
   verbose("read", in + " " + dims(src.cview()), t_read.ms());
   const int levels = parse_levels(a.levels, src.width(), src.height());

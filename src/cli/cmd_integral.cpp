@@ -96,8 +96,8 @@ Action setup(CLI::App& sub) {
     if (req.sqsum) check_npy_output("--sqsum", a.sqsum, {a.input}, {{"--sum", a.sum}});
     if (req.tilted) check_npy_output("--tilted", a.tilted, {a.input}, {{"--sum", a.sum}, {"--sqsum", a.sqsum}});
 
+    const Backend planned = plan_backend(options);
     Timer t_read;
-    const Backend planned = resolve_backend(options.backend, Memory::host);
     Image src = read_image(a.input, planned == Backend::cuda ? Memory::pinned : Memory::host);
     verbose("read", a.input + " " + std::to_string(src.width()) + "x" + std::to_string(src.height()) + "x" +
                         std::to_string(src.channels()) + " " + to_string(src.type()),

@@ -295,10 +295,10 @@ Action setup(CLI::App& sub) {
     if (!a.scores.empty()) probe_folder("--scores", a.scores);
     if (!a.out.empty()) probe_folder("--out", a.out);
 
-    Timer t_read;
     // Pinned host memory lets the cuda backend upload asynchronously.
-    const Backend planned = resolve_backend(options.backend, Memory::host);
+    const Backend planned = plan_backend(options);
     const Memory mem = planned == Backend::cuda ? Memory::pinned : Memory::host;
+    Timer t_read;
     const Image img = read_image(a.image, mem);
     const Image templ = read_image(a.templ, mem);
     const Image mask = a.mask.empty() ? Image() : read_image(a.mask);

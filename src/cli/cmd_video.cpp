@@ -269,6 +269,7 @@ void run_video(VideoArgs& a) {
   }
 
   // ---- the input, the operation, the output ----
+  (void)plan_backend(ro.options);  // the context, timed apart from "prepare" under --verbose
   Timer t_open;
   std::unique_ptr<FrameSource> source = open_frame_source(in, a.fps);
   const VideoFormat fmt = source->format();

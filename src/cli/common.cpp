@@ -29,6 +29,16 @@ Options library_options(RunInfo* info) {
   return o;
 }
 
+Backend plan_backend(const Options& options) {
+  const Backend planned = resolve_backend(options.backend, Memory::host);
+  if (planned == Backend::cuda) {
+    Timer t;
+    cuda_init();
+    verbose("cuda", "context created on " + cuda_device_name(), t.ms());
+  }
+  return planned;
+}
+
 void check_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs,
                   bool image) {
   for_option(option, [&] {

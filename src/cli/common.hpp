@@ -38,6 +38,10 @@ struct CommonOptions {
 CommonOptions& common();
 /// Options for library calls from the common flags (throws on a bad --backend).
 Options library_options(RunInfo* info = nullptr);
+/// The backend `options` resolves to for host images. When it is cuda, the
+/// CUDA context is created here and timed as the "cuda" step under
+/// --verbose, so that the read and the first operation are timed alone.
+Backend plan_backend(const Options& options);
 
 /// Checks an output path before any work is done: known extension, existing
 /// folder, not one of the inputs. Throws pixelkit::Error naming `option`.

@@ -63,6 +63,20 @@ std::string cuda_device_name() {
 #endif
 }
 
+void cuda_init() {
+  PIXELKIT_EXPECTS(built_with_cuda(), Status::unsupported,
+                   "cuda_init: this build of pixelkit has no CUDA backend (nvcc was not found at build time)");
+  PIXELKIT_EXPECTS(cuda_available(), Status::unsupported, "cuda_init: no usable CUDA device was found");
+#if PIXELKIT_WITH_CUDA
+  const cudaError_t e = cudaFree(nullptr);  // the runtime's documented way to create the context
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(Status::unsupported, std::string("cuda_init: the CUDA context could not be created: ") +
+                                         cudaGetErrorString(e));
+  }
+#endif
+}
+
 Backend resolve_backend(Backend requested, Memory memory) {
   if (requested == Backend::automatic) {
     if (memory == Memory::device) return Backend::cuda;
