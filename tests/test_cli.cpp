@@ -185,6 +185,8 @@ TEST_F(CliCodecModule, InfoNamesTheModuleAndAMissingOneIsAClearErrorForCodecFile
                  "input '" + photo + "': cannot load pixelkit's OpenCV codec module");
   expect_failure("filter " + input + " " + dir + "/o.png --kernel box:3", 1,
                  "output '" + dir + "/o.png': cannot load pixelkit's OpenCV codec module");
+  expect_failure("video " + input + " " + dir + "/o.avi --op filter --kernel box:3", 1,
+                 "output '" + dir + "/o.avi': cannot load pixelkit's OpenCV codec module");
   const CliResult npy = run_cli("filter " + input + " " + dir + "/o.npy --kernel box:3");
   EXPECT_EQ(npy.code, 0) << npy.err;
   EXPECT_TRUE(std::filesystem::exists(dir + "/o.npy"));

@@ -40,7 +40,9 @@ Image read_image(const std::string& path, Memory memory = Memory::host);
 /// unknown extension, io when the folder is missing or the write fails.
 void write_image(const std::string& path, const ConstImageView& image);
 
-/// Throws invalid_argument unless `path` has an extension write_image knows.
+/// Throws invalid_argument unless `path` has an extension write_image knows,
+/// unsupported when this build (or its OpenCV codec module, loaded here if it
+/// was not yet) cannot write that format: a check before any work is done.
 void check_image_extension(const std::string& path);
 
 // ---- NumPy arrays -----------------------------------------------------------

@@ -91,6 +91,9 @@ void check_image_extension(const std::string& path) {
   if (!have_image_codecs() && !(ext == ".png" && have_png()))
     throw Error(Status::unsupported, "output '" + path + "': this build has no image codecs (OpenCV was not found); use " +
                                          (have_png() ? ".png or .npy" : ".npy"));
+#if PIXELKIT_WITH_OPENCV
+  (void)cvmod::opencv_module("output '" + path + "'");  // a missing module fails now, not after the work
+#endif
 }
 
 Image read_image(const std::string& path, Memory memory) {

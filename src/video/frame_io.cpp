@@ -1,9 +1,10 @@
 // Frame sources and sinks: memory stacks, .npy frame stacks (pixelkit's own
 // npy code, always built) and video files through OpenCV's videoio (FFmpeg
 // backend) when the build has it, in the OpenCV codec module loaded on first
-// use (core/opencv_module.hpp; its side is video/frame_io_opencv.cpp). Every file sink writes to a temporary file
-// in the destination's folder and renames it into place in finish(), so a
-// failed run leaves no partial output and never damages an existing file.
+// use (core/opencv_module.hpp; its side is video/frame_io_opencv.cpp).
+// Every file sink writes to a temporary file in the destination's folder and
+// renames it into place in finish(), so a failed run leaves no partial output
+// and never damages an existing file.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -411,6 +412,9 @@ void check_frame_sink_path(const std::string& path, const std::string& fourcc) {
     PIXELKIT_EXPECTS(have_video_codecs(), Status::unsupported,
                      "output '" + path + "': this build has no video codecs (OpenCV videoio); write an .npy frame "
                      "stack instead");
+#if PIXELKIT_WITH_VIDEOIO
+    (void)detail::cvmod::opencv_module("output '" + path + "'");  // a missing module fails now, not after the work
+#endif
   }
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
