@@ -140,13 +140,7 @@ void write_image(const std::string& path, const ConstImageView& image) {
   }
 #if PIXELKIT_WITH_OPENCV
   const cvmod::Api& cv = cvmod::opencv_module("output '" + path + "'");
-  cvmod::Pixels px;
-  px.width = image.width;
-  px.height = image.height;
-  px.channels = image.channels;
-  px.depth = image.type == PixelType::u8 ? cvmod::kDepthU8 : cvmod::kDepthF32;
-  px.data = static_cast<unsigned char*>(const_cast<void*>(image.data));  // read only: encode converts a copy
-  px.pitch = static_cast<std::size_t>(image.pitch);
+  const cvmod::Pixels px = cvmod::pixels_of(image);  // read only: encode converts a copy
   // TIFF keeps f32 samples; every other format takes u8, rounded and saturated.
   const bool keep_float = (ext == ".tif" || ext == ".tiff") && image.type == PixelType::f32;
   std::vector<unsigned char> buf;

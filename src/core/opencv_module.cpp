@@ -18,6 +18,7 @@
 
 #include "core/opencv_module.hpp"
 #include "pixelkit/error.hpp"
+#include "pixelkit/image.hpp"
 
 #ifndef PIXELKIT_OPENCV_MODULE_NAME
 #error "PIXELKIT_OPENCV_MODULE_NAME is set by CMakeLists.txt"
@@ -110,6 +111,17 @@ const Api& opencv_module(const std::string& what) {
     throw Error(Status::unsupported, what + ": cannot load pixelkit's OpenCV codec module (" + l.where +
                                          "); reinstall pixelkit, or set PIXELKIT_OPENCV_MODULE to the file");
   return *l.api;
+}
+
+Pixels pixels_of(const ConstImageView& view) {
+  Pixels p;
+  p.width = view.width;
+  p.height = view.height;
+  p.channels = view.channels;
+  p.depth = view.type == PixelType::u8 ? kDepthU8 : kDepthF32;
+  p.data = static_cast<unsigned char*>(const_cast<void*>(view.data));  // the module only reads or fills it
+  p.pitch = static_cast<std::size_t>(view.pitch);
+  return p;
 }
 
 bool opencv_module_available(std::string* where) {

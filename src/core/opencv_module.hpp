@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+namespace pixelkit {
+struct ConstImageView;
+}
+
 namespace pixelkit::detail::cvmod {
 
 constexpr int kOpenCvModuleAbi = 1;
@@ -110,6 +114,9 @@ const Api& opencv_module(const std::string& what);
 /// Loads the module if that was not tried yet; true with the file it was
 /// loaded from in *where, or false with why it could not be.
 bool opencv_module_available(std::string* where);
+
+/// A host view (u8 or f32) as the module takes it (library side).
+Pixels pixels_of(const ConstImageView& view);
 
 }  // namespace pixelkit::detail::cvmod
 

@@ -428,17 +428,7 @@ void check_frame_sink_path(const std::string& path, const std::string& fourcc) {
 namespace {
 
 namespace cvmod = detail::cvmod;
-
-cvmod::Pixels pixels_of(const ConstImageView& v) {
-  cvmod::Pixels p;
-  p.width = v.width;
-  p.height = v.height;
-  p.channels = v.channels;
-  p.depth = cvmod::kDepthU8;
-  p.data = static_cast<unsigned char*>(const_cast<void*>(v.data));
-  p.pitch = static_cast<std::size_t>(v.pitch);
-  return p;
-}
+using cvmod::pixels_of;
 
 // A video file through cv::VideoCapture. The first frame is decoded when the
 // file is opened, so that the format is the frames' real one.
