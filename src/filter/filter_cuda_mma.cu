@@ -1,8 +1,11 @@
 // Host side of the tensor-core filters (kernels: filter_cuda_mma.cuh, separable
 // tiles; filter_cuda_mma_stream.cuh, separable streaming; filter_cuda_mma_dense.cuh,
-// dense): which kernels they take, the coefficient checks and scaling, and the
-// kernel tables. The launches are in filter_cuda.cu, beside
-// the other paths.
+// dense): which kernels they take, the coefficient checks and scaling, the
+// error bounds, and the tiled separable kernel's instances and table. The
+// streaming kernel's instances are in filter_cuda_mma_stream_c1.cu, _c3.cu and
+// _c4.cu, the dense kernel's in filter_cuda_mma_dense.cu (files of their own:
+// CUDA's lazy loading loads a file's module whole, mma_stream_pick says more);
+// the launches are in filter_cuda.cu, beside the other paths.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -62,59 +65,6 @@ int normalise(float* v, int n) {
   (void)std::frexp(m, &e);  // m = f * 2^e, f in [0.5, 1)
   for (int i = 0; i < n; ++i) v[i] = std::ldexp(v[i], -e);
   return -e;
-}
-
-template <int C, int KH, bool P>
-MmaKernelInfo dense_info(bool lo, bool short_tiles) {
-  const void* fn = lo ? reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, true>)
-                      : reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, false>);
-  if constexpr (mma_dense_tuning::has_short_tiles(C, KH, P)) {
-    if (short_tiles)
-      fn = lo ? reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, true, true>)
-              : reinterpret_cast<const void*>(dense_mma_kernel<C, KH, P, false, true>);
-  }
-  return {fn, MmaDenseGeom<C, KH, P>::kSmemBytes};
-}
-
-template <int C, bool P>
-MmaKernelInfo dense_pick_kh(int kh, bool lo, bool short_tiles) {
-  switch (kh) {
-    case 1: return dense_info<C, 1, P>(lo, short_tiles);
-    case 3: return dense_info<C, 3, P>(lo, short_tiles);
-    case 5: return dense_info<C, 5, P>(lo, short_tiles);
-    case 7: return dense_info<C, 7, P>(lo, short_tiles);
-    default: return dense_info<C, 9, P>(lo, short_tiles);
-  }
-}
-
-template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false, bool F16 = false>
-MmaKernelInfo stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16>),
-          MmaStreamGeom<C, KS1, KS2, INT>::kSmemBytes};
-}
-
-// The half-step rule at the sides it is meant for (shift = ral - rx).
-static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(9, 0) && !mma_stream_half(11, 3) &&
-                  !mma_stream_half(17, 0) && mma_stream_half(19, 3) && mma_stream_half(25, 0) &&
-                  !mma_stream_half(27, 3) && mma_stream_half(5, 0) && !mma_stream_half(11, 0),
-              "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
-
-template <int C>
-MmaKernelInfo stream_pick(int ks1, int ks2, bool half, bool lo, bool integer, bool f16) {
-  if (integer) return stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
-  // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
-  if (f16 && ks1 == 2)
-    return half ? stream_info<C, 2, 2, true, false, false, true>() : stream_info<C, 2, 2, false, false, false, true>();
-  if (f16)
-    return half ? stream_info<C, 3, 3, true, false, false, true>() : stream_info<C, 3, 3, false, false, false, true>();
-  // Half last steps only where both passes take the same k-steps (square
-  // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
-  // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
-  // binomials), to bound the instances built.
-  if (half && ks1 == ks2 && ks1 <= 2) return lo ? stream_info<C, 2, 2, true>() : stream_info<C, 2, 2, true, false>();
-  if (half && ks1 == ks2) return stream_info<C, 3, 3, true>();
-  if (ks1 <= 2) return ks2 <= 2 ? stream_info<C, 2, 2>() : stream_info<C, 2, 3>();
-  return ks2 <= 2 ? stream_info<C, 3, 2>() : stream_info<C, 3, 3>();
 }
 
 /// The sides both separable tensor-core kernels share (taps, radii, the
@@ -200,12 +150,10 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
 }
 
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
-  const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
-  const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   switch (channels) {
-    case 1: return stream_pick<1>(ks1, ks2, half, k.lo, k.integer, k.f16);
-    case 3: return stream_pick<3>(ks1, ks2, half, k.lo, k.integer, k.f16);
-    default: return stream_pick<4>(ks1, ks2, half, k.lo, k.integer, k.f16);
+    case 1: return mma_stream_kernel_c1(k);
+    case 3: return mma_stream_kernel_c3(k);
+    default: return mma_stream_kernel_c4(k);
   }
 }
 
@@ -414,21 +362,6 @@ bool make_mma_dense_coeffs(const float* coeffs, int kw, int kh, const Border& bo
   }
   *out = k;
   return true;
-}
-
-MmaKernelInfo mma_dense_kernel(int channels, const MmaDenseCoeffs& k, bool short_tiles) {
-  // The element-domain tile serves kernels whose reach is at most 4
-  // interleaved elements; the planar one, any width up to 9.
-  const bool s = short_tiles;
-  switch (channels) {
-    case 1: return dense_pick_kh<1, false>(k.kh, k.has_lo, s);
-    case 3:
-      return mma_dense_planar(3, k.kw) ? dense_pick_kh<3, true>(k.kh, k.has_lo, s)
-                                       : dense_pick_kh<3, false>(k.kh, k.has_lo, s);
-    default:
-      return mma_dense_planar(4, k.kw) ? dense_pick_kh<4, true>(k.kh, k.has_lo, s)
-                                       : dense_pick_kh<4, false>(k.kh, k.has_lo, s);
-  }
 }
 
 MmaKernelInfo mma_sep_kernel(int channels, int ks1, int ks2) {

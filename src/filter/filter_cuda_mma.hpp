@@ -93,4 +93,10 @@ double mma_stream_half_bound(const float* row, int nx, const float* col, int ny)
 /// whether the lo products run follow from them).
 MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);
 
+/// mma_stream_kernel for one channel count (filter_cuda_mma_stream_c1.cu,
+/// _c3.cu, _c4.cu: mma_stream_pick<C>).
+MmaKernelInfo mma_stream_kernel_c1(const MmaStreamCoeffs& k);
+MmaKernelInfo mma_stream_kernel_c3(const MmaStreamCoeffs& k);
+MmaKernelInfo mma_stream_kernel_c4(const MmaStreamCoeffs& k);
+
 }  // namespace pixelkit::detail::cuda_filter

@@ -132,6 +132,7 @@
 
 #include "filter/filter_cuda_kernels.cuh"
 #include "filter/filter_cuda_mma.cuh"
+#include "filter/filter_cuda_mma.hpp"
 
 namespace pixelkit::detail::cuda_filter {
 
@@ -1092,6 +1093,56 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 #else
   (void)p;
 #endif
+}
+
+// ---- the instances built, and the table that picks one -----------------------
+
+template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false, bool F16 = false>
+MmaKernelInfo mma_stream_info() {
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16>),
+          MmaStreamGeom<C, KS1, KS2, INT>::kSmemBytes};
+}
+
+// The half-step rule at the sides it is meant for (shift = ral - rx).
+static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(9, 0) && !mma_stream_half(11, 3) &&
+                  !mma_stream_half(17, 0) && mma_stream_half(19, 3) && mma_stream_half(25, 0) &&
+                  !mma_stream_half(27, 3) && mma_stream_half(5, 0) && !mma_stream_half(11, 0),
+              "gaussian 5..9 and 19..25 end their last k-step within 8 columns, 11..17 and 27..31 do not");
+
+/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16> for these
+/// coefficients (its k-steps, whether the last one is half and whether the lo
+/// products run follow from them): the table of the instances built for C
+/// channels. Instantiated once per channel count, each in a file of its own
+/// (filter_cuda_mma_stream_c1.cu, _c3.cu, _c4.cu, mma_stream_kernel_c1 ...):
+/// CUDA's lazy loading loads (and unpacks) a file's whole module on the first
+/// launch of any of its kernels, so that a process filtering RGB images loads
+/// the RGB instances alone, and the build spreads them over its jobs. H100,
+/// the first cuda gaussian:21 of a `pixelkit filter` run: 108.6 ms with every
+/// tensor-core instance in one file, 51-59 ms with the streaming ones in one,
+/// 4.5-7.6 ms (gaussian:9, 21, 31) with a file per channel count (notes,
+/// session 35).
+template <int C>
+MmaKernelInfo mma_stream_pick(const MmaStreamCoeffs& k) {
+  const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
+  const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
+  const bool lo = k.lo, integer = k.integer, f16 = k.f16;
+  if (integer) return mma_stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
+  // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
+  if (f16 && ks1 == 2)
+    return half ? mma_stream_info<C, 2, 2, true, false, false, true>()
+                : mma_stream_info<C, 2, 2, false, false, false, true>();
+  if (f16)
+    return half ? mma_stream_info<C, 3, 3, true, false, false, true>()
+                : mma_stream_info<C, 3, 3, false, false, false, true>();
+  // Half last steps only where both passes take the same k-steps (square
+  // kernels: gaussian 5..9 and 19..25), and factors exact in fp16 (no lo
+  // products) only with those of 5..9 (OpenCV's fixed Gaussians 5, 7, 9 and
+  // binomials), to bound the instances built.
+  if (half && ks1 == ks2 && ks1 <= 2)
+    return lo ? mma_stream_info<C, 2, 2, true>() : mma_stream_info<C, 2, 2, true, false>();
+  if (half && ks1 == ks2) return mma_stream_info<C, 3, 3, true>();
+  if (ks1 <= 2) return ks2 <= 2 ? mma_stream_info<C, 2, 2>() : mma_stream_info<C, 2, 3>();
+  return ks2 <= 2 ? mma_stream_info<C, 3, 2>() : mma_stream_info<C, 3, 3>();
 }
 
 }  // namespace pixelkit::detail::cuda_filter
