@@ -1130,6 +1130,7 @@ TEST(IntegralCpuKernels, StreamingStoresAboveTheThreshold) {
 TEST(IntegralCpuKernels, BandPrePassAnyThreadCount) {
   // Bands taller than the pre-pass's 257-row u16 chunks, all-255 to catch an
   // overflow, thread counts that do not divide the width or the height.
+  PIXELKIT_SKIP_OPENMP_TEAMS_UNDER_TSAN();
   CpuHooksReset reset;
   std::uint32_t seed = 9200;
   for (bool base : cpu_isa_paths()) {

@@ -27,14 +27,6 @@
 #include <cuda_runtime.h>
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define PIXELKIT_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PIXELKIT_TEST_TSAN 1
-#endif
-#endif
-
 namespace pixelkit::test {
 namespace {
 
