@@ -1119,7 +1119,7 @@ static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(
 /// the RGB instances alone, and the build spreads them over its jobs. H100,
 /// the first cuda gaussian:21 of a `pixelkit filter` run: 108.6 ms with every
 /// tensor-core instance in one file, 51-59 ms with the streaming ones in one,
-/// ~24 ms with a file per channel count (compressed, as the library's cubins
+/// 15-21 ms with a file per channel count (compressed, as the library's cubins
 /// all are; 5-7 ms raw: notes, session 35).
 template <int C>
 MmaKernelInfo mma_stream_pick(const MmaStreamCoeffs& k) {
