@@ -2,7 +2,7 @@
 """Merge bench_filter_gpu's table and filter_cupy.py's table (same GPU, same
 call) into the filter's table of record, as docs/benchmarks.md shows it.
 
-    python3 bench/peers/filter_record_table.py BENCH.md CUPY.md [--channels 3]
+    python3 bench/peers/filter_record_table.py BENCH.md CUPY.md
 
 BENCH.md: the markdown output of build/gpu/bench/bench_filter_gpu;
 CUPY.md: the markdown output of bench/peers/filter_cupy.py. Prints one row per
