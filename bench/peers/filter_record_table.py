@@ -9,8 +9,8 @@ CUPY.md: the markdown output of bench/peers/filter_cupy.py. Prints one row per
 (size, kernel) of BENCH.md: ms, x floor, NPP, CuPy and the max diff, with the
 cells that meet issue 2's targets in bold (at 8K: dense 3x3 and every Gaussian
 within 1.5x the floor, dense 9x9 within 3x; from 1080p up: at least 10x
-CuPy), then one line per target saying met or missed. Needs only the standard
-library.
+CuPy), then how many target cells are met (those, and faster than NPP from
+1080p up) and a line for each one missed. Needs only the standard library.
 """
 import argparse
 import sys
