@@ -77,15 +77,17 @@ __global__ void mma_loop(int iters, unsigned seed, int* out) {
 #define PIXELKIT_WGMMA 1
 #endif
 
+#if defined(PIXELKIT_WGMMA)
 /// Shared-memory matrix descriptor (no swizzle): start, leading and stride
 /// byte offsets in 16-byte units. The values the products read are zeros;
-/// only the rate is measured.
+/// only the rate is measured. (Only in the sm_90a pass, its one user's.)
 __device__ __forceinline__ unsigned long long wgmma_desc(const void* smem, unsigned lbo, unsigned sbo) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   return static_cast<unsigned long long>((addr >> 4) & 0x3FFF) |
          (static_cast<unsigned long long>((lbo >> 4) & 0x3FFF) << 16) |
          (static_cast<unsigned long long>((sbo >> 4) & 0x3FFF) << 32);
 }
+#endif
 
 /// One m64nNk16 f16 product (f32 accumulators, N / 2 a thread) or m64nNk32
 /// u8.s8 product (s32 accumulators), A from registers (RS) or shared memory
