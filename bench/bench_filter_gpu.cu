@@ -284,6 +284,14 @@ int main(int argc, char** argv) try {
               prop.name, prop.multiProcessorCount, l2 / 1048576.0, sm_clock / 1000.0);
   std::printf("device copy bandwidth (1 GiB, read+write): cudaMemcpy D2D %.0f GB/s, copy kernel %.0f GB/s; "
               "floor uses %.0f GB/s\n", bw_memcpy / 1e9, bw_kernel / 1e9, bw / 1e9);
+  {
+    // What the row-streaming kernel's band rule reads (stream_tuning::bands_by_rule).
+    int bus_bits = 0;
+    (void)cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev);
+    const double peak = 2.0 * mem_clock * 1e3 * (bus_bits / 8.0);
+    std::printf("peak DRAM bandwidth (memory clock %.0f MHz, %d-bit bus): %.0f GB/s, %.1f GB/s a SM\n",
+                mem_clock / 1000.0, bus_bits, peak / 1e9, peak / 1e9 / prop.multiProcessorCount);
+  }
   bool have_npp = false;
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
   have_npp = opt.npp;

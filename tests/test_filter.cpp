@@ -99,6 +99,14 @@ int sm_count() {
   EXPECT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   return std::max(sms, 1);
 }
+
+/// The current device's peak DRAM bandwidth a SM, as the filter's band rule reads it.
+double device_dram_gbps_per_sm() {
+  int clock = 0, bus = 0;
+  EXPECT_EQ(cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, 0), cudaSuccess);
+  EXPECT_EQ(cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, 0), cudaSuccess);
+  return detail::cuda_filter::peak_dram_gbps_per_sm(clock, bus, sm_count());
+}
 #endif
 
 std::string label(const ConstImageView& s, const Kernel& k, const Border& b) {
@@ -846,6 +854,46 @@ TEST(FilterCudaHost, HalfPrecisionBoundAdmitsSmoothingKernelsOnly) {
   EXPECT_EQ(stream_half_error_bound(nan), HUGE_VAL);
   const float fits[9] = {0, 0, 0, 0, 3.99f, 0, 0, 0, 0};
   EXPECT_LT(stream_half_error_bound(fits), 100.0);
+}
+
+// Host side of the row-streaming kernel's layout rule (notes, run 45), no GPU
+// needed: the peak DRAM bandwidth a SM from the attributes the H100 and H200
+// report, and where each walks bands, at the wave fractions run 45 measured
+// (waves of 3168 warps: the RGB fp16 band instance's 6 blocks of 4 on 132 SMs).
+TEST(FilterCudaHost, StreamingBandRuleFollowsTheMemory) {
+  using detail::cuda_filter::peak_dram_gbps_per_sm;
+  using detail::cuda_filter::stream_bands_by_rule;
+  const double h100 = peak_dram_gbps_per_sm(2619000, 5120, 132);  // 3352 GB/s
+  const double h200 = peak_dram_gbps_per_sm(3201000, 6016, 132);  // 4814 GB/s (2 x 3201 MHz x 752 bytes)
+  EXPECT_NEAR(h100 * 132, 3352.3, 0.1);
+  EXPECT_NEAR(h200 * 132, 4814.3, 0.1);
+  EXPECT_EQ(peak_dram_gbps_per_sm(0, 5120, 132), 0.0);  // unknown: the H100's rule
+  EXPECT_EQ(peak_dram_gbps_per_sm(2619000, 5120, 0), 0.0);
+  constexpr long long kWave = 3168;
+  struct Case {
+    long long segs16;  // 16-row segments over all strips
+    bool h100, h200;   // bands?
+  };
+  for (const Case& c : {Case{1350, false, false},   // 1440p RGB, 0.43 waves
+                        Case{2800, false, false},   // 0.88: the 16-row bands would leave SMs idle
+                        Case{3105, false, true},    // 4K RGB, 0.98
+                        Case{kWave, false, true},   // exactly one wave
+                        Case{3485, false, false},   // 1.10 (4K four channels)
+                        Case{4050, false, false},   // 1.28 (8K one channel)
+                        Case{4850, false, false},   // 1.53
+                        Case{5400, false, true},    // 5K RGB, 1.70
+                        Case{6180, false, true},    // 1.95 (5K four channels)
+                        Case{3 * kWave, true, true},
+                        Case{12150, true, true}}) {  // 8K RGB, 3.8
+    EXPECT_EQ(stream_bands_by_rule(3, c.segs16, kWave, h100), c.h100) << c.segs16;
+    EXPECT_EQ(stream_bands_by_rule(3, c.segs16, kWave, h200), c.h200) << c.segs16;
+    EXPECT_EQ(stream_bands_by_rule(3, c.segs16, kWave, 0.0), c.h100) << c.segs16;
+  }
+  // The 5x5 integer instances keep their rule (from 1.5 waves) on both.
+  for (const double gbps : {h100, h200}) {
+    EXPECT_FALSE(stream_bands_by_rule(5, kWave, kWave, gbps));
+    EXPECT_TRUE(stream_bands_by_rule(5, kWave * 3 / 2, kWave, gbps));
+  }
 }
 
 // Host side of the tensor-core kernels' fp16 instances (notes, run 44), no
@@ -1693,8 +1741,11 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
   ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
   const Border b{BorderMode::replicate, 0};
   constexpr int kStrips = 8;  // 1024 pixels of 4 bytes: 8 strips of 512 bytes
+  // On a GPU with fast DRAM (the H200) the 3x3 instances take bands from
+  // 1.65 waves (stream_tuning::bands_by_rule), so edge's 2.5 waves take them.
+  const bool fast = device_dram_gbps_per_sm() >= detail::cuda_filter::kStreamFastMemoryGBpsPerSM;
   for (const auto& [half_waves, kernel, want_bands] :
-       {std::tuple{5, "gaussian:5", true}, std::tuple{5, "edge", false}, std::tuple{2, "gaussian:5", false}}) {
+       {std::tuple{5, "gaussian:5", true}, std::tuple{5, "edge", fast}, std::tuple{2, "gaussian:5", false}}) {
     const int segs = (half_waves * 10 * sms + kStrips - 1) / kStrips;
     const Image src = random_image(kStrips * 128, 16 * segs - 3, 4, PixelType::u8, 5300 + half_waves);
     const Kernel k = parse_kernel(kernel);
@@ -1705,6 +1756,44 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
     EXPECT_EQ(path.find("5x5 integer factors") != std::string::npos, std::string(kernel) == "gaussian:5") << what;
     EXPECT_EQ(count_differing(got, run(Backend::ref, src, k, b)), 0) << what;  // both paths are exact here
   }
+#endif
+}
+
+// On a GPU with fast DRAM (the H200) the 3x3 instances walk bands from 1.65
+// waves of 16-row segments, elsewhere from 3 (stream_tuning::bands_by_rule;
+// notes, run 45). An image of 56 16-row segments a SM is 2.8 waves at 5
+// blocks of 4 warps a SM, 2.33 at 6 and 2.0 at 7 (the fp16 instance's
+// occupancy depends on its registers, which differ by channel count): bands
+// on the H200, one wave on the H100 at any of them. The fp16 dense 3x3
+// instance, whose output must equal the other layout's bit for bit.
+TEST(FilterCuda, StreamingThreeByThreeTakesBandsEarlierOnFastMemory) {
+  PIXELKIT_REQUIRE_GPU();
+#if PIXELKIT_WITH_CUDA
+  if (!device_has_tensor_core_path()) GTEST_SKIP() << "the streaming kernels need sm_80";
+  ScopedEnv stream_env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
+  const bool fast = device_dram_gbps_per_sm() >= detail::cuda_filter::kStreamFastMemoryGBpsPerSM;
+  const Border b{BorderMode::reflect101, 0};
+  constexpr int kStrips = 8;  // 1024 pixels of 4 bytes
+  const int segs = 56 * sm_count() / kStrips;
+  const Image src = random_image(kStrips * 128, 16 * segs - 3, 4, PixelType::u8, 5400);
+  const Kernel k = parse_kernel("1,2,1;2,5,2;1,2,1/17");
+  std::string path, other_path;
+  Image got, other;
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+    got = run_device(src.cview(), k, b, &path);
+  }
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", fast ? "off" : "on");
+    other = run_device(src.cview(), k, b, &other_path);
+  }
+  EXPECT_EQ(path.rfind("cuda dense streaming 3x3 in fp16", 0), 0u) << path;
+  EXPECT_EQ(path.find("in bands") != std::string::npos, fast) << path << " (peak DRAM " << device_dram_gbps_per_sm()
+                                                              << " GB/s a SM)";
+  EXPECT_NE(path, other_path);
+  EXPECT_EQ(count_differing(got, other), 0) << path << " against " << other_path;
+  EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << path;
 #endif
 }
 

@@ -45,8 +45,9 @@
 // No device scratch is needed on either path: both passes of the separable
 // filter meet in shared memory.
 // Both streaming kernels walk the largest images in bands of short segments
-// (the 3x3 kernel at 8K RGB, its 5x5 integer instances from half as many
-// segments, stream_tuning::bands_by_rule; the tensor-core one where its one
+// (the 3x3 kernel at 8K RGB, and on the H200 at 4K and 5K RGB too, its 5x5
+// integer instances from half as many segments, stream_tuning::bands_by_rule;
+// the tensor-core one where its one
 // wave would fill under 85% of the resident blocks' slots,
 // mma_stream_tuning::walk_bands: 4K and 5K RGB for vertical sides 19..31,
 // 8192x4320 and 6000x4000 for all; the path then ends in "in bands";
@@ -424,13 +425,16 @@ class CudaFilterImpl final : public CudaFilter {
       StreamParams sp = stream_p_;
       bool bands = false;
       if (stream_fits) {
-        const long long warps_per_sm =
-            static_cast<long long>(prepare(si.fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
-            stream_tuning::kWarps;
+        // Waves of each layout's own instance (their registers may differ).
+        const auto wave_of = [&](const void* fn) {
+          return static_cast<long long>(prepare(fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
+                 stream_tuning::kWarps * sm_count();
+        };
+        const long long wave = wave_of(si.fn);
         sp.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
-        const long long wave = warps_per_sm * sm_count();
         const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
-        bands = band_rows_ > 0 || (band_rows_ == 0 && stream_tuning::bands_by_rule(si.side, sp.strips * band_segs, wave));
+        bands = band_rows_ > 0 || (band_rows_ == 0 && stream_bands_by_rule(si.side, sp.strips * band_segs,
+                                                                           wave_of(si.band_fn), dram_gbps_per_sm()));
         if (!bands) {
           // One wave of warps, segments as tall as that needs, consecutive
           // warps down one strip.
@@ -451,8 +455,7 @@ class CudaFilterImpl final : public CudaFilter {
         sp.segs = (rows + sp.seg_rows - 1) / sp.seg_rows;
         const long long warps = static_cast<long long>(sp.strips) * sp.segs;
         const long long blocks = (warps + stream_tuning::kWarps - 1) / stream_tuning::kWarps;
-        const void* fn = bands ? si.band_fn : si.fn;  // same registers and shared memory: same occupancy
-        if (fn != si.fn) (void)prepare(fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads);
+        const void* fn = bands ? si.band_fn : si.fn;  // prepared above
         launch_persistent(MmaKernelInfo{fn, si.smem_bytes}, stream_tuning::kThreads, blocks, &sp, stream);
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
@@ -670,6 +673,13 @@ class CudaFilterImpl final : public CudaFilter {
 
   int sm_count() { return sm_count_.get(cudaDevAttrMultiProcessorCount); }
 
+  /// Peak DRAM bandwidth a SM (GB/s; 0 where the device does not say), for
+  /// the row-streaming kernel's band rule.
+  double dram_gbps_per_sm() {
+    return peak_dram_gbps_per_sm(mem_clock_.get(cudaDevAttrMemoryClockRate),
+                                 bus_width_.get(cudaDevAttrGlobalMemoryBusWidth), sm_count());
+  }
+
   /// Blocks of a tensor-core kernel resident at once on the whole GPU.
   long long resident_blocks(const MmaKernelInfo& ki, int threads) {
     return static_cast<long long>(prepare(ki.fn, ki.smem_bytes, ki.smem_bytes, threads)) * sm_count();
@@ -776,7 +786,7 @@ class CudaFilterImpl final : public CudaFilter {
   MmaDenseCoeffs mma_dense_{};
 
   std::vector<KernelAttr> attrs_;
-  CachedDeviceAttr sm_count_, cc_major_;
+  CachedDeviceAttr sm_count_, cc_major_, mem_clock_, bus_width_;
 
   // The dense tensor-core kernel's tile counters (tile_counter).
   DeviceBuffer tile_counters_;

@@ -1,6 +1,7 @@
 // Host side of the row-streaming filter (kernel: filter_cuda_stream.cuh):
-// which kernels it takes and its instance table. The launch is in
-// filter_cuda.cu, beside the other paths.
+// which instance a kernel takes (the instances themselves are in
+// filter_cuda_stream_c1.cu, _c3.cu, _c4.cu), its coefficients and its band
+// rule. The launch is in filter_cuda.cu, beside the other paths.
 #include <cmath>
 #include <cstring>
 
@@ -14,36 +15,12 @@ namespace pixelkit::detail::cuda_filter {
 
 namespace {
 
-template <int C>
-StreamKernelInfo info(bool separable) {
-  const void* fn = separable ? reinterpret_cast<const void*>(stream_kernel<C, true>)
-                             : reinterpret_cast<const void*>(stream_kernel<C, false>);
-  const void* band_fn = separable ? fn : reinterpret_cast<const void*>(stream_kernel<C, false, true>);
-  return {fn, band_fn, stream_tuning::kSmemBytes, separable, stream_tuning::kStripBytes, 3, false};
-}
-
-/// The fp16 instance (dense 3x3).
-template <int C>
-StreamKernelInfo info_half() {
-  return {reinterpret_cast<const void*>(stream_kernel<C, false, false, 3, false, true>),
-          reinterpret_cast<const void*>(stream_kernel<C, false, true, 3, false, true>),
-          stream_tuning::kSmemBytes, false, stream_tuning::kStripBytes, 3, false, true};
-}
-
-/// The integer instances (K = 3 or 5: separable, whole-number factors).
-template <int C, int K>
-StreamKernelInfo info_int() {
-  return {reinterpret_cast<const void*>(stream_kernel<C, true, false, K, true>),
-          reinterpret_cast<const void*>(stream_kernel<C, true, true, K, true>), stream_tuning::kSmemBytes, true,
-          stream_tuning::kStripBytes, K, true};
-}
-
-template <int K>
-StreamKernelInfo info_int(int channels) {
+/// The instance `which` for `channels` channels, from its channel count's file.
+StreamKernelInfo pick(int channels, StreamInstance which) {
   switch (channels) {
-    case 1: return info_int<1, K>();
-    case 3: return info_int<3, K>();
-    case 4: return info_int<4, K>();
+    case 1: return stream_kernel_c1(which);
+    case 3: return stream_kernel_c3(which);
+    case 4: return stream_kernel_c4(which);
     default: return {};
   }
 }
@@ -79,29 +56,27 @@ double stream_half_error_bound(const float* c) {
   return err;
 }
 
+double peak_dram_gbps_per_sm(int mem_clock_khz, int bus_bits, int sms) {
+  if (mem_clock_khz <= 0 || bus_bits <= 0 || sms <= 0) return 0.0;
+  return 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / sms / 1e9;
+}
+
+bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm) {
+  return stream_tuning::bands_by_rule(side, segs16, wave, gbps_per_sm >= kStreamFastMemoryGBpsPerSM);
+}
+
 StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half) {
   if (kernel.width == 5 && kernel.height == 5) {
     if (!kernel.separable || !allow_int) return {};
-    return info_int<5>(channels);
+    return pick(channels, StreamInstance::int5);
   }
   if (kernel.width != 3 || kernel.height != 3) return {};
   const bool sep = kernel.separable && kernel.row.size() == 3 && kernel.col.size() == 3;
   int ip[3], iq[3], a = 0;
-  if (sep && allow_int && integer_factors(kernel, 3, ip, iq, &a)) return info_int<3>(channels);
-  if (!sep && allow_half && stream_half_error_bound(kernel.coeffs.data()) <= kStreamHalfMaxError) {
-    switch (channels) {
-      case 1: return info_half<1>();
-      case 3: return info_half<3>();
-      case 4: return info_half<4>();
-      default: return {};
-    }
-  }
-  switch (channels) {
-    case 1: return info<1>(sep);
-    case 3: return info<3>(sep);
-    case 4: return info<4>(sep);
-    default: return {};
-  }
+  if (sep && allow_int && integer_factors(kernel, 3, ip, iq, &a)) return pick(channels, StreamInstance::int3);
+  if (!sep && allow_half && stream_half_error_bound(kernel.coeffs.data()) <= kStreamHalfMaxError)
+    return pick(channels, StreamInstance::half);
+  return pick(channels, sep ? StreamInstance::separable : StreamInstance::dense);
 }
 
 bool make_stream_coeffs(const Kernel& kernel, const Border& border, const StreamKernelInfo& info, StreamParams* p) {

@@ -45,7 +45,9 @@
 //
 // Grid. One segment per warp, in one of two layouts:
 // - large images (at least kBandMinWaves waves of 16-row segments, 8K RGB;
-//   1.5 waves for the 5x5 integer instances, bands_by_rule):
+//   1.5 waves for the 5x5 integer instances; on GPUs with fast DRAM such as
+//   the H200 the 3x3 instances from 1.65 waves, or 0.9 to 1: 4K and 5K RGB;
+//   bands_by_rule):
 //   segments of kBandSegRows = 16 rows, strip fastest, several waves of
 //   warps. The warps in flight then cover a narrow band of rows that moves
 //   down the image; DRAM serves that far better than one wave spread over
@@ -76,6 +78,7 @@
 #include <cuda_runtime.h>
 
 #include "filter/filter_cuda_kernels.cuh"
+#include "filter/filter_cuda_stream.hpp"
 #include "filter/filter_cuda_mma.cuh"  // the cp.async wrappers (sm_80 up), smem_addr
 
 namespace pixelkit::detail::cuda_filter {
@@ -121,10 +124,27 @@ constexpr int kBandMinWaves = 3;
 /// waves, 4K RGB 0.0325 / 0.0400; 0.41, 4K one channel 0.0172 / 0.0210).
 /// Twice the waves, so that 1.5 stays whole.
 constexpr int kBandMinHalfWaves5 = 3;
+/// On a GPU whose DRAM is fast for its SM count (`fast_memory`: a peak of at
+/// least kStreamFastMemoryGBpsPerSM a SM, filter_cuda_stream.hpp) the 3x3
+/// instances take the bands from fewer waves: from kBandMinCentiWavesFast /
+/// 100 waves, and where the 16-row segments fill between 0.9 and 1 wave.
+/// Waves are counted at the band instance's own occupancy (its registers
+/// differ from the one-wave instance's: fp16 RGB 80 against 83, 6 blocks a
+/// SM against 5). Notes, run 45 (H200, RGB unless marked, ms, one wave /
+/// bands): fp16 dense 3x3 at 0.98 waves (4K) 0.0245 / 0.0232, 1.10 (4K four
+/// channels) 0.0283 / 0.0318, 1.28 (8K one channel) 0.0279 / 0.0312, 1.70 (5K)
+/// 0.0384 / 0.0345, 1.95 (5K four channels) 0.0477 / 0.0422; FP32 at 1.18
+/// (4K) 0.0285 / 0.0332, 1.53 +6%, 2.05 a tie, 2.73 -7%; the integer
+/// gaussian:3 at 0.98 (4K) 0.0215 / 0.0219, 1.70 and 1.95 -1 to -2%. On the
+/// H100 the fp16 bands lost at 4K (run 43: 0.0243 / 0.0266), so its rule
+/// stays kBandMinWaves.
+constexpr int kBandMinCentiWavesFast = 165;
 /// Whether the rule walks an image of `segs16` 16-row segments in bands, for
 /// a kernel of this side, with `wave` warps resident at once.
-constexpr bool bands_by_rule(int side, long long segs16, long long wave) {
-  return side == 5 ? 2 * segs16 >= kBandMinHalfWaves5 * wave : segs16 >= kBandMinWaves * wave;
+constexpr bool bands_by_rule(int side, long long segs16, long long wave, bool fast_memory = false) {
+  if (side == 5) return 2 * segs16 >= kBandMinHalfWaves5 * wave;
+  if (!fast_memory) return segs16 >= kBandMinWaves * wave;
+  return 100 * segs16 >= kBandMinCentiWavesFast * wave || (10 * segs16 >= 9 * wave && segs16 <= wave);
 }
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
@@ -596,6 +616,31 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   }
   cp_async_wait<0>();
 #endif
+}
+
+/// The instance `which` for C channels (one file per C: filter_cuda_stream.hpp
+/// says why). Each comes with its band-layout instance (the dense kernels'
+/// interior path; the FP32 separable one has none).
+template <int C>
+StreamKernelInfo stream_pick(StreamInstance which) {
+  const int smem = stream_tuning::kSmemBytes, strip = stream_tuning::kStripBytes;
+  auto fn = [](auto kernel) { return reinterpret_cast<const void*>(kernel); };
+  switch (which) {
+    case StreamInstance::dense:
+      return {fn(stream_kernel<C, false>), fn(stream_kernel<C, false, true>), smem, false, strip, 3, false};
+    case StreamInstance::separable:
+      return {fn(stream_kernel<C, true>), fn(stream_kernel<C, true>), smem, true, strip, 3, false};
+    case StreamInstance::half:
+      return {fn(stream_kernel<C, false, false, 3, false, true>), fn(stream_kernel<C, false, true, 3, false, true>),
+              smem, false, strip, 3, false, true};
+    case StreamInstance::int3:
+      return {fn(stream_kernel<C, true, false, 3, true>), fn(stream_kernel<C, true, true, 3, true>), smem, true, strip, 3,
+              true};
+    case StreamInstance::int5:
+      return {fn(stream_kernel<C, true, false, 5, true>), fn(stream_kernel<C, true, true, 5, true>), smem, true, strip, 5,
+              true};
+  }
+  return {};
 }
 
 }  // namespace pixelkit::detail::cuda_filter

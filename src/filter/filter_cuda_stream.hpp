@@ -25,6 +25,23 @@ struct StreamKernelInfo {
   bool half = false;
 };
 
+/// Which of the row-streaming kernel's instances a launch takes.
+enum class StreamInstance {
+  dense,      ///< FP32, a dense 3x3 kernel
+  separable,  ///< FP32, a separable 3x3 kernel
+  half,       ///< packed fp16 pairs, a dense 3x3 kernel (stream_half_error_bound)
+  int3,       ///< packed 16-bit lanes, a separable 3x3 kernel of whole-number factors
+  int5,       ///< the same for 5x5
+};
+/// The instance `which` for 1, 3 or 4 channels, one source file each
+/// (filter_cuda_stream_c1.cu, _c3.cu, _c4.cu: stream_pick<C>). Lazy loading
+/// loads a file's module whole on the first launch of any of its kernels, so
+/// a call loads only its own channel count's 9 kernels, not all 27 (notes,
+/// run 45).
+StreamKernelInfo stream_kernel_c1(StreamInstance which);
+StreamKernelInfo stream_kernel_c3(StreamInstance which);
+StreamKernelInfo stream_kernel_c4(StreamInstance which);
+
 /// The fp16 instance's error bound: the largest |fp16 result - exact sum|
 /// over all u8 inputs for the dense 3x3 kernel c (9 coefficients, row-major),
 /// summed as that instance sums: inputs as exact subnormals b * 2^-24, c
@@ -58,6 +75,20 @@ constexpr double kStreamHalfMaxError = 0.75;
 /// stream_half_error_bound(kernel) <= kStreamHalfMaxError
 /// (PIXELKIT_CUDA_FILTER_HALF=off turns it off), else the FP32 one.
 StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half);
+
+/// Peak DRAM bandwidth a SM in GB/s, from the device's memory clock (kHz,
+/// cudaDevAttrMemoryClockRate; data moves on both edges), bus width (bits)
+/// and SM count; 0 where any of them is unknown (0).
+double peak_dram_gbps_per_sm(int mem_clock_khz, int bus_bits, int sms);
+/// The peak DRAM bandwidth a SM (GB/s) from which the row-streaming kernel's
+/// band rule counts a GPU's memory as fast: the H200 has 36.5 (4814 GB/s on
+/// 132 SMs), the H100 SXM 25.4 (notes, run 45).
+constexpr double kStreamFastMemoryGBpsPerSM = 30.0;
+/// Whether the row-streaming kernel's rule (stream_tuning::bands_by_rule)
+/// walks an image of `segs16` 16-row segments a strip, summed over the strips,
+/// in bands, for a kernel of this side (3 or 5) with `wave` warps resident at
+/// once, on a GPU with `gbps_per_sm` of peak DRAM bandwidth a SM.
+bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm);
 
 /// Fills the coefficients and the border word of `p` for `info`'s instance;
 /// false when the border cannot be held in a byte (a constant value that is
