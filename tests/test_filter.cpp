@@ -1759,6 +1759,32 @@ TEST(FilterCuda, StreamingFiveByFiveTakesBandsFromOneAndAHalfWaves) {
 #endif
 }
 
+#if PIXELKIT_WITH_CUDA
+// A streaming kernel's layout rule on `src`: its path must contain
+// `kernel_path` and walk bands iff `want_bands`, and its output must equal
+// the other layout's (forced with PIXELKIT_CUDA_FILTER_BANDS) bit for bit and
+// agree with the cpu backend.
+void expect_band_rule(const Image& src, const Kernel& k, const Border& b, const std::string& kernel_path,
+                      bool want_bands) {
+  std::string path, other_path;
+  Image got, other;
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
+    got = run_device(src.cview(), k, b, &path);
+  }
+  {
+    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", want_bands ? "off" : "on");
+    other = run_device(src.cview(), k, b, &other_path);
+  }
+  const std::string what = label(src.cview(), k, b) + ": " + path;
+  EXPECT_NE(path.find(kernel_path), std::string::npos) << what;
+  EXPECT_EQ(path.find(" in bands") != std::string::npos, want_bands) << what;
+  EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
+  EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
+  EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
+}
+#endif
+
 // On a GPU with fast DRAM (the H200) the 3x3 instances walk bands from 1.65
 // waves of 16-row segments, elsewhere from 3 (stream_tuning::bands_by_rule;
 // notes, run 45). An image of 56 16-row segments a SM is 2.8 waves at 5
@@ -1777,51 +1803,10 @@ TEST(FilterCuda, StreamingThreeByThreeTakesBandsEarlierOnFastMemory) {
   constexpr int kStrips = 8;  // 1024 pixels of 4 bytes
   const int segs = 56 * sm_count() / kStrips;
   const Image src = random_image(kStrips * 128, 16 * segs - 3, 4, PixelType::u8, 5400);
-  const Kernel k = parse_kernel("1,2,1;2,5,2;1,2,1/17");
-  std::string path, other_path;
-  Image got, other;
-  {
-    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
-    got = run_device(src.cview(), k, b, &path);
-  }
-  {
-    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", fast ? "off" : "on");
-    other = run_device(src.cview(), k, b, &other_path);
-  }
-  EXPECT_EQ(path.rfind("cuda dense streaming 3x3 in fp16", 0), 0u) << path;
-  EXPECT_EQ(path.find("in bands") != std::string::npos, fast) << path << " (peak DRAM " << device_dram_gbps_per_sm()
-                                                              << " GB/s a SM)";
-  EXPECT_NE(path, other_path);
-  EXPECT_EQ(count_differing(got, other), 0) << path << " against " << other_path;
-  EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << path;
+  SCOPED_TRACE("peak DRAM " + std::to_string(device_dram_gbps_per_sm()) + " GB/s a SM");
+  expect_band_rule(src, parse_kernel("1,2,1;2,5,2;1,2,1/17"), b, "cuda dense streaming 3x3 in fp16", fast);
 #endif
 }
-
-#if PIXELKIT_WITH_CUDA
-// The streaming tensor-core kernel's layout rule on `src`: its path must
-// name `kernel_path` and walk bands iff `want_bands`, and its output must
-// equal the other layout's (forced with PIXELKIT_CUDA_FILTER_BANDS) bit for
-// bit and agree with the cpu backend.
-void expect_band_rule(const Image& src, const Kernel& k, const Border& b, const std::string& kernel_path,
-                      bool want_bands) {
-  std::string path, other_path;
-  Image got, other;
-  {
-    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", "");
-    got = run_device(src.cview(), k, b, &path);
-  }
-  {
-    ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", want_bands ? "off" : "on");
-    other = run_device(src.cview(), k, b, &other_path);
-  }
-  const std::string what = label(src.cview(), k, b) + ": " + path;
-  EXPECT_NE(path.find("tensor cores streaming " + kernel_path), std::string::npos) << what;
-  EXPECT_EQ(path.find(" in bands") != std::string::npos, want_bands) << what;
-  EXPECT_EQ(other_path.find(" in bands") != std::string::npos, !want_bands) << other_path;
-  EXPECT_EQ(count_differing(got.cview(), other.cview()), 0) << what;
-  EXPECT_TRUE(agrees(got, run(Backend::cpu, src, k, b))) << what;
-}
-#endif
 
 // The tensor-core streaming kernel's three-k-step instances (vertical sides
 // 19..31) run one wave of long segments where that wave fills the GPU, and
@@ -1845,7 +1830,7 @@ TEST(FilterCuda, TensorCoreStreamingThreeDownWalksBandsWhereOneWaveLeavesSMsIdle
   for (const auto& [units, rows, want_bands] :
        {std::tuple{(7 * resident + 9) / 10, 800, true}, std::tuple{resident / 2, 1100, false}}) {
     const Image src = random_image((units - 12 + 2) * 64 - 5, rows, 3, PixelType::u8, 8100 + units);
-    expect_band_rule(src, Kernel::gaussian(21), Border{BorderMode::reflect101, 0}, "21x21", want_bands);
+    expect_band_rule(src, Kernel::gaussian(21), Border{BorderMode::reflect101, 0}, "tensor cores streaming 21x21", want_bands);
   }
 #endif
 }
@@ -1865,8 +1850,8 @@ TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) 
   // (mma_stream_tuning::walk_bands; notes, runs 33 and 35).
   const int units = 3 * sm_count() / 2 + 1;
   const Image src = random_image((units - 4 + 2) * 64 - 3, 50 * 16 - 7, 3, PixelType::u8, 8200);
-  expect_band_rule(src, Kernel::gaussian(9), Border{BorderMode::reflect101, 0}, "9x9 integer factors", true);
-  expect_band_rule(src, Kernel::gaussian(13), Border{BorderMode::reflect101, 0}, "13x13", true);
+  expect_band_rule(src, Kernel::gaussian(9), Border{BorderMode::reflect101, 0}, "tensor cores streaming 9x9 integer factors", true);
+  expect_band_rule(src, Kernel::gaussian(13), Border{BorderMode::reflect101, 0}, "tensor cores streaming 13x13", true);
 #endif
 }
 
