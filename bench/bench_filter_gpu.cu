@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "pixelkit/filter.hpp"
+#include "filter/filter_cuda_stream.hpp"  // peak_dram_gbps_per_sm: what the band rule reads
 
 #if defined(PIXELKIT_BENCH_HAVE_NPP)
 #include <nppi_filtering_functions.h>
@@ -286,11 +287,14 @@ int main(int argc, char** argv) try {
               "floor uses %.0f GB/s\n", bw_memcpy / 1e9, bw_kernel / 1e9, bw / 1e9);
   {
     // What the row-streaming kernel's band rule reads (stream_tuning::bands_by_rule).
+    namespace cf = pixelkit::detail::cuda_filter;
     int bus_bits = 0;
     (void)cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev);
-    const double peak = 2.0 * mem_clock * 1e3 * (bus_bits / 8.0);
-    std::printf("peak DRAM bandwidth (memory clock %.0f MHz, %d-bit bus): %.0f GB/s, %.1f GB/s a SM\n",
-                mem_clock / 1000.0, bus_bits, peak / 1e9, peak / 1e9 / prop.multiProcessorCount);
+    const double per_sm = cf::peak_dram_gbps_per_sm(mem_clock, bus_bits, prop.multiProcessorCount);
+    std::printf("peak DRAM bandwidth (memory clock %.0f MHz, %d-bit bus): %.0f GB/s, %.1f GB/s a SM (%s memory "
+                "for the row-streaming band rule: %.0f GB/s a SM or more)\n",
+                mem_clock / 1000.0, bus_bits, per_sm * prop.multiProcessorCount, per_sm,
+                per_sm >= cf::kStreamFastMemoryGBpsPerSM ? "fast" : "not fast", cf::kStreamFastMemoryGBpsPerSM);
   }
   bool have_npp = false;
 #if defined(PIXELKIT_BENCH_HAVE_NPP)

@@ -856,6 +856,47 @@ TEST(FilterCudaHost, HalfPrecisionBoundAdmitsSmoothingKernelsOnly) {
   EXPECT_LT(stream_half_error_bound(fits), 100.0);
 }
 
+// Host side of the row-streaming kernel's 5x5 instances (notes, run 46), no
+// GPU needed: which whole-number kernels take int5sym (factors symmetric with
+// outer ones 1 once scaled to the divisor 2^8: q[y] p[x] / 2^8); the rest
+// keep int5, and PIXELKIT_CUDA_FILTER_SYM=off (allow_sym false) keeps every
+// kernel there. (The GPU test StreamingFiveByFiveWholeNumberKernelsAreExact-
+// InBands runs them.)
+TEST(FilterCudaHost, StreamingSymmetricInstanceTakesOuterOnesOnly) {
+  using detail::cuda_filter::stream_kernel_for;
+  const std::vector<std::pair<Kernel, bool>> kernels = {
+      {parse_kernel("gaussian:5"), true},  // [1 4 6 4 1] x [1 4 6 4 1] / 2^8
+      {parse_kernel("1,4,6,4,1;4,16,24,16,4;6,24,36,24,6;4,16,24,16,4;1,4,6,4,1/256"), true},
+      {Kernel::from_factors({1.f / 8, 2.f / 8, 2.f / 8, 2.f / 8, 1.f / 8}, {1.f / 32, 6.f / 32, 18.f / 32, 6.f / 32, 1.f / 32},
+                            "[1 2 2 2 1] x [1 6 18 6 1]"),
+       true},
+      // A divisor of 2^7: q is held times 2, so its outer factors are 2.
+      {Kernel::from_factors({1.f / 8, 2.f / 8, 2.f / 8, 2.f / 8, 1.f / 8}, {1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16},
+                            "binomial x [1 2 2 2 1]"),
+       false},
+      {Kernel::from_factors({1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16}, {1.f / 16, 4.f / 16, 6.f / 16, 3.f / 16, 2.f / 16},
+                            "outer ones, lopsided"),
+       false},
+      {Kernel::from_factors({0.f, 1.f / 8, 2.f / 8, 3.f / 8, 2.f / 8}, {1.f / 4, 0.f, 2.f / 4, 0.f, 1.f / 4}, "lopsided"),
+       false},
+  };
+  for (const auto& [k, sym] : kernels)
+    for (int channels : {1, 3, 4}) {
+      const auto info = stream_kernel_for(channels, k, true, true, true);
+      ASSERT_NE(info.fn, nullptr) << k.name;
+      EXPECT_TRUE(info.integer) << k.name;
+      EXPECT_EQ(info.side, 5) << k.name;
+      EXPECT_EQ(info.symmetric, sym) << k.name;
+      const auto general = stream_kernel_for(channels, k, true, true, false);
+      EXPECT_FALSE(general.symmetric) << k.name;
+      EXPECT_NE(general.fn, nullptr) << k.name;
+      EXPECT_EQ(info.fn == general.fn, !sym) << k.name;
+    }
+  // Not whole numbers over a power of two: int5, which make_stream_coeffs
+  // then declines (the tensor-core kernels take it).
+  EXPECT_FALSE(stream_kernel_for(3, parse_kernel("gaussian:5:1.5"), true, true, true).symmetric);
+}
+
 // Host side of the row-streaming kernel's layout rule (notes, run 45), no GPU
 // needed: the peak DRAM bandwidth a SM from the attributes the H100 and H200
 // report, and where each walks bands, at the wave fractions run 45 measured
@@ -1635,13 +1676,14 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
 /// size and border equals ref's, and on sm_80 up the path names the instance
 /// and says " in bands" iff the band walk was forced.
 void expect_streaming_integer_exact(const std::vector<Kernel>& kernels, std::initializer_list<const char*> band_modes,
-                                    std::uint32_t seed, const std::string& side) {
+                                    std::uint32_t seed, const std::string& side, bool symmetric = false) {
   const std::vector<SweepSize> sizes = {{1, 1, 3}, {5, 3, 1}, {7, 40, 4}, {171, 40, 3}, {257, 33, 1}, {700, 61, 3},
                                         {600, 70, 4}};
   for (const char* bands : band_modes) {
     ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
     const std::string part =
-        "cuda separable streaming " + side + " integer factors" + (*bands != '\0' ? " in bands (" : " (");
+        "cuda separable streaming " + side + " integer factors" + (symmetric ? " symmetric" : "") +
+        (*bands != '\0' ? " in bands (" : " (");
     const auto [differing, total] =
         sweep_device_against_ref(sizes, kernels, seed, device_has_tensor_core_path(), part.c_str(), {""});
     EXPECT_EQ(differing, 0) << differing << " of " << total << " elements differ from ref, bands " << bands;
@@ -1656,15 +1698,30 @@ TEST(FilterCuda, StreamingFiveByFiveWholeNumberKernelsAreExactInBands) {
   // at 5 rows (the general walk). Every output equals ref's: the sums are
   // whole numbers and the rounding is ref's (half to even).
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  // General factors (int5): outer ones other than 1 once scaled to the
+  // divisor 2^8, or not symmetric.
   const std::vector<Kernel> kernels = {
-      parse_kernel("gaussian:5"),  // OpenCV's [1 4 6 4 1] / 16 each way
       Kernel::from_factors({1.f / 8, 2.f / 8, 2.f / 8, 2.f / 8, 1.f / 8}, {1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16},
                            "binomial x [1 2 2 2 1]"),
       Kernel::from_factors({0.f, 1.f / 8, 2.f / 8, 3.f / 8, 2.f / 8}, {1.f / 4, 0.f, 2.f / 4, 0.f, 1.f / 4},
                            "lopsided"),
-      parse_kernel("1,4,6,4,1;4,16,24,16,4;6,24,36,24,6;4,16,24,16,4;1,4,6,4,1/256"),  // gaussian:5 as a matrix
   };
   expect_streaming_integer_exact(kernels, {"on", "5"}, 5100, "5x5");
+  // Symmetric factors with outer ones 1 over 2^8 (int5sym; gaussian:5), and
+  // the same kernels on int5 with PIXELKIT_CUDA_FILTER_SYM=off.
+  const std::vector<Kernel> symmetric = {
+      parse_kernel("gaussian:5"),  // OpenCV's [1 4 6 4 1] / 16 each way
+      parse_kernel("1,4,6,4,1;4,16,24,16,4;6,24,36,24,6;4,16,24,16,4;1,4,6,4,1/256"),  // gaussian:5 as a matrix
+      Kernel::from_factors({1.f / 8, 2.f / 8, 2.f / 8, 2.f / 8, 1.f / 8}, {1.f / 32, 6.f / 32, 18.f / 32, 6.f / 32, 1.f / 32},
+                           "[1 2 2 2 1] x [1 6 18 6 1]"),
+      Kernel::from_factors({1.f / 16, 0.f, 14.f / 16, 0.f, 1.f / 16}, {1.f / 16, 4.f / 16, 6.f / 16, 4.f / 16, 1.f / 16},
+                           "[1 0 14 0 1] x binomial"),
+  };
+  expect_streaming_integer_exact(symmetric, {"on", "5"}, 5150, "5x5", true);
+  {
+    ScopedEnv sym_env("PIXELKIT_CUDA_FILTER_SYM", "off");
+    expect_streaming_integer_exact(symmetric, {"on"}, 5160, "5x5");
+  }
   // Declined, and so left to the tensor-core kernels: factors that are not
   // whole numbers over a power of two, a gain above 1, and the default layout
   // of a small image (one wave, where the tensor-core kernel is faster).

@@ -145,6 +145,12 @@ bool stream_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_STREAM"); }
 /// mma_dense_half_error_bound).
 bool half_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_HALF"); }
 
+/// PIXELKIT_CUDA_FILTER_SYM=off: the row-streaming kernel's 5x5 kernels of
+/// symmetric whole-number factors keep the general integer instance (the
+/// benchmark compares the two); unset or anything else: they take int5sym
+/// (stream_kernel_for). Both are exact.
+bool sym_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_SYM"); }
+
 /// PIXELKIT_CUDA_FILTER_BANDS: unset = the default rule (the streaming
 /// kernels walk large images in bands of short segments, notes run 15),
 /// "off" = never (the benchmark compares the layouts with it), "on" = always,
@@ -328,7 +334,7 @@ class CudaFilterImpl final : public CudaFilter {
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
       // The integer instances: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
-      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled(), half_enabled());
+      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled(), half_enabled(), sym_enabled());
       stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
     }
     mma_dense_ = MmaDenseCoeffs{};
@@ -460,6 +466,7 @@ class CudaFilterImpl final : public CudaFilter {
         PIXELKIT_CUDA_CHECK_LAUNCH("stream_kernel");
         return std::string(si.separable ? "cuda separable streaming " : "cuda dense streaming ") +
                std::to_string(kw_) + "x" + std::to_string(kh_) + (si.integer ? " integer factors" : "") +
+               (si.symmetric ? " symmetric" : "") +
                (si.half ? " in fp16" : "") + (bands ? " in bands" : "") + shape;
       }
       if (mma_stream_ok_ && tensor_cores()) {
@@ -674,10 +681,24 @@ class CudaFilterImpl final : public CudaFilter {
   int sm_count() { return sm_count_.get(cudaDevAttrMultiProcessorCount); }
 
   /// Peak DRAM bandwidth a SM (GB/s; 0 where the device does not say), for
-  /// the row-streaming kernel's band rule.
+  /// the row-streaming kernel's band rule. Only a tuning input: a runtime
+  /// that does not report the memory clock or bus width gets 0 (the H100's
+  /// rule), not an error, and the failed query's error is cleared so that the
+  /// next launch check does not report it.
   double dram_gbps_per_sm() {
-    return peak_dram_gbps_per_sm(mem_clock_.get(cudaDevAttrMemoryClockRate),
-                                 bus_width_.get(cudaDevAttrGlobalMemoryBusWidth), sm_count());
+    int d = 0;
+    PIXELKIT_CUDA_TRY(cudaGetDevice(&d));
+    if (d != dram_device_) {
+      int clock = 0, bus = 0;
+      if (cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, d) != cudaSuccess ||
+          cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, d) != cudaSuccess) {
+        (void)cudaGetLastError();
+        clock = bus = 0;
+      }
+      dram_gbps_ = peak_dram_gbps_per_sm(clock, bus, sm_count());
+      dram_device_ = d;
+    }
+    return dram_gbps_;
   }
 
   /// Blocks of a tensor-core kernel resident at once on the whole GPU.
@@ -786,7 +807,9 @@ class CudaFilterImpl final : public CudaFilter {
   MmaDenseCoeffs mma_dense_{};
 
   std::vector<KernelAttr> attrs_;
-  CachedDeviceAttr sm_count_, cc_major_, mem_clock_, bus_width_;
+  CachedDeviceAttr sm_count_, cc_major_;
+  int dram_device_ = -1;     ///< the device dram_gbps_ was read for
+  double dram_gbps_ = 0.0;   ///< dram_gbps_per_sm()
 
   // The dense tensor-core kernel's tile counters (tile_counter).
   DeviceBuffer tile_counters_;

@@ -65,9 +65,29 @@ bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbp
   return stream_tuning::bands_by_rule(side, segs16, wave, gbps_per_sm >= kStreamFastMemoryGBpsPerSM);
 }
 
-StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half) {
+namespace {
+/// int5sym's condition on make_stream_coeffs's factors (iq already scaled to
+/// the divisor 2^8): both symmetric, both outer ones 1.
+bool symmetric_outer_one(const int* ip, const int* iq) {
+  return ip[0] == 1 && iq[0] == 1 && ip[0] == ip[4] && ip[1] == ip[3] && iq[0] == iq[4] && iq[1] == iq[3];
+}
+/// ip and iq as make_stream_coeffs sets them; false where the kernel has no
+/// such factors.
+bool stream_integer_coeffs(const Kernel& kernel, int n, int* ip, int* iq) {
+  int a = 0;
+  if (!integer_factors(kernel, n, ip, iq, &a)) return false;
+  for (int i = 0; i < n; ++i) iq[i] <<= 8 - a;
+  return true;
+}
+}  // namespace
+
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half,
+                                   bool allow_sym) {
   if (kernel.width == 5 && kernel.height == 5) {
     if (!kernel.separable || !allow_int) return {};
+    int ip[5], iq[5];
+    if (allow_sym && stream_integer_coeffs(kernel, 5, ip, iq) && symmetric_outer_one(ip, iq))
+      return pick(channels, StreamInstance::int5sym);
     return pick(channels, StreamInstance::int5);
   }
   if (kernel.width != 3 || kernel.height != 3) return {};
@@ -90,9 +110,10 @@ bool make_stream_coeffs(const Kernel& kernel, const Border& border, const Stream
     // q[y] * p[x] / 2^a with a gain of at most 1 (sum p * sum q <= 2^a); the
     // kernel divides by 2^8, so q takes the other 2^(8 - a).
     const int n = info.side;
-    int ip[5], iq[5], a = 0;
-    if (!integer_factors(kernel, n, ip, iq, &a)) return false;
-    for (int i = 0; i < n; ++i) p->ip[i] = ip[i], p->iq[i] = iq[i] << (8 - a);
+    int ip[5], iq[5];
+    if (!stream_integer_coeffs(kernel, n, ip, iq)) return false;
+    if (info.symmetric && !(n == 5 && symmetric_outer_one(ip, iq))) return false;
+    for (int i = 0; i < n; ++i) p->ip[i] = ip[i], p->iq[i] = iq[i];
     return true;
   }
   if (info.half) {

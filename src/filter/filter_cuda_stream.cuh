@@ -74,6 +74,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -148,6 +149,7 @@ constexpr bool bands_by_rule(int side, long long segs16, long long wave, bool fa
 }
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
+
 }  // namespace stream_tuning
 
 /// Packed fp16 pairs held in 32-bit words (the fp16 instance, products_h).
@@ -210,13 +212,21 @@ struct StreamParams {
 /// (products5 below); HF (dense 3x3 only): products and sums in fp16, two
 /// elements a register (products_h below); else FP32 arithmetic, dense or
 /// separable.
-template <int C, bool SEP, bool BAND = false, int K = 3, bool IQ = (K == 5), bool HF = false>
+///
+/// SYM (5x5 whole numbers only): symmetric factors whose outer ones are 1
+/// (gaussian:5, any [1 a b a 1] pair; make_stream_coeffs), summed as
+/// (t0 + t4) + a (t1 + t3) + b t2 each way: 2 adds and 2 multiply-adds a
+/// pair and pass where the general instance takes 5 multiply-adds, and the
+/// taps at an odd distance added before they are realigned (products5).
+template <int C, bool SEP, bool BAND = false, int K = 3, bool IQ = (K == 5), bool HF = false, bool SYM = false>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBlocksPerSM)
     stream_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   using namespace stream_tuning;
-  static_assert((K == 3 || (K == 5 && IQ)) && (!IQ || SEP) && (!HF || (K == 3 && !SEP && !IQ)),
-                "3x3 dense or separable, 3x3 and 5x5 separable in whole numbers, 3x3 dense in fp16");
+  static_assert((K == 3 || (K == 5 && IQ)) && (!IQ || SEP) && (!HF || (K == 3 && !SEP && !IQ)) &&
+                    (!SYM || (K == 5 && IQ)),
+                "3x3 dense or separable, 3x3 and 5x5 separable in whole numbers (5x5 also symmetric), 3x3 dense "
+                "in fp16");
   constexpr int KW = K, KH = K, RY = K / 2;
   constexpr int R = RY * C;  // horizontal reach in bytes
   constexpr int LB = kLaneBytes, HB = kHaloBytes, SB = kStripBytes, SLOT = kSlotBytes;
@@ -421,7 +431,30 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // elements away is pp[j + 4 + d / 2] where d is even, else the halves of
   // the two pairs around it (one PRMT). The vertical pass accumulates into KH
   // rotating rows of pairs, as the FP32 kernel's rows rotate.
-  [[maybe_unused]] unsigned iacc[IQ ? KH : 1][LB / 2];
+  //
+  // SYM: the kernel's factors are symmetric with outer ones 1, so each pass
+  // adds the taps that share a factor first. Horizontally, the two taps
+  // m = (RY - k) C elements either side of pair j are pp[i] + pp[i + m]
+  // (i = j + 4 - m / 2) for an even m; for an odd m, the two pairs around
+  // each are added first and realigned once, PRMT(pp[i0] + pp[i0 + m],
+  // pp[i0 + 1] + pp[i0 + 1 + m]) (i0 = j + 4 + (-m - 1) / 2; both lanes'
+  // sums stay below 2^9, so the adds carry nothing across), and those sums
+  // serve neighbouring pairs too. Vertically, the horizontal results of the
+  // last KH rows stay in a ring (hring, rotating as iacc does) and each
+  // output row sums them in the same way.
+  [[maybe_unused]] unsigned iacc[IQ && !SYM ? KH : 1][LB / 2];
+  [[maybe_unused]] unsigned hring[SYM ? KH : 1][LB / 2];
+  // A finished row of pair sums, rounded and packed as 16 bytes.
+  [[maybe_unused]] auto round_pairs = [](const unsigned (&s)[LB / 2]) {
+    // The sums are the outputs times 2^8 (the host scales iq so): rounded
+    // half to even, s + 127 + bit 8 of s on both lanes (below 2^16: no
+    // carry between them), whose bytes 1 and 3 are the two outputs.
+    unsigned r[LB / 2];
+#pragma unroll
+    for (int j = 0; j < LB / 2; ++j) r[j] = s[j] + 0x007F007Fu + ((s[j] >> 8) & 0x00010001u);
+    return make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
+                      __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u));
+  };
   [[maybe_unused]] auto products5 = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     constexpr int S = decltype(s_const)::value;
     unsigned pp[16];
@@ -429,6 +462,51 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       constexpr int i = decltype(i_const)::value;
       pp[i] = __byte_perm(w[2 + i / 2], 0u, (i & 1) ? 0x4342u : 0x4140u);
     });
+    if constexpr (SYM) {
+      static_for<0, LB / 2>([&](auto j_const) {
+        constexpr int j = decltype(j_const)::value;
+        unsigned v = 0u;
+        static_for<0, RY>([&](auto k_const) {
+          constexpr int k = decltype(k_const)::value;
+          constexpr int m = (RY - k) * C;
+          unsigned s;
+          if constexpr (m % 2 == 0) {
+            constexpr int i = j + 4 - m / 2;
+            s = pp[i] + pp[i + m];
+          } else {
+            constexpr int i0 = j + 4 + (-m - 1) / 2;
+            s = __byte_perm(pp[i0] + pp[i0 + m], pp[i0 + 1] + pp[i0 + 1 + m], 0x5432u);
+          }
+          v = k == 0 ? s : s * static_cast<unsigned>(p.ip[k]) + v;  // ip[0] == 1
+        });
+        hring[S][j] = pp[j + 4] * static_cast<unsigned>(p.ip[RY]) + v;
+      });
+      if (valid(std::integral_constant<int, KH - 1>{})) {  // output row t - (KH - 1)
+        // Rounded half to even as round_pairs does, with the 127 added with
+        // the outer rows (one 3-input add): for v = s + 127, bit 8 of v is
+        // bit 8 of s wherever it matters (where s's low byte is 129 or more,
+        // v has carried, and adding bit 8 of v then carries nothing), so the
+        // outputs are bytes 1 and 3 of v + bit 8 of v: one AND and one
+        // shift-add a pair, against round_pairs' shift, AND and add.
+        unsigned r[LB / 2];
+#pragma unroll
+        for (int j = 0; j < LB / 2; ++j) {
+          unsigned v = 0u;
+          static_for<0, RY>([&](auto k_const) {
+            constexpr int k = decltype(k_const)::value;
+            constexpr int r0 = ((S - k) % KH + KH) % KH, r1 = ((S - (KH - 1 - k)) % KH + KH) % KH;
+            v = k == 0 ? hring[r0][j] + hring[r1][j] + 0x007F007Fu  // iq[0] == 1
+                       : (hring[r0][j] + hring[r1][j]) * static_cast<unsigned>(p.iq[k]) + v;
+          });
+          constexpr int rc = ((S - RY) % KH + KH) % KH;
+          v = hring[rc][j] * static_cast<unsigned>(p.iq[RY]) + v;
+          r[j] = v + ((v & 0x01000100u) >> 8);
+        }
+        put(make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
+                       __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u)));
+      }
+      return;
+    }
     unsigned h[LB / 2];
     static_for<0, LB / 2>([&](auto j_const) {
       constexpr int j = decltype(j_const)::value;
@@ -455,19 +533,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
         for (int j = 0; j < LB / 2; ++j)
           iacc[A][j] = ky == 0 ? h[j] * static_cast<unsigned>(p.iq[0])
                                : h[j] * static_cast<unsigned>(p.iq[ky]) + iacc[A][j];
-        if constexpr (ky == KH - 1) {
-          // The sums are the outputs times 2^8 (the host scales iq so): rounded
-          // half to even, s + 127 + bit 8 of s on both lanes (below 2^16: no
-          // carry between them), whose bytes 1 and 3 are the two outputs.
-          unsigned r[LB / 2];
-#pragma unroll
-          for (int j = 0; j < LB / 2; ++j) {
-            const unsigned sv = iacc[A][j];
-            r[j] = sv + 0x007F007Fu + ((sv >> 8) & 0x00010001u);
-          }
-          put(make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
-                         __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u)));
-        }
+        if constexpr (ky == KH - 1) put(round_pairs(iacc[A]));
       }
     });
   };
@@ -559,16 +625,21 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     if (ny == kBandSegRows && !edge_strip && y0 >= RY && y0 + kBandSegRows + RY <= height) {
       constexpr int kRows = kBandSegRows, kIn = kRows + KH - 1;
       const std::ptrdiff_t spitch = a.src.pitch, dpitch = a.dst.pitch;
-      const std::uint8_t* const sc = src_chunk + static_cast<std::ptrdiff_t>(y0 - RY) * spitch;
-      const std::uint8_t* const sh = src_halo + static_cast<std::ptrdiff_t>(y0 - RY) * spitch;
-      std::uint8_t* const d0 = dst_lane + static_cast<std::ptrdiff_t>(y0) * dpitch;
+      // Row pointers walk down by a pitch a row (no row-times-pitch product a
+      // row): the next row to copy (the halo's at a fixed distance from the
+      // chunk's) and the next output row (put is called once an output row,
+      // in order).
+      const std::uint8_t* src_next = src_chunk + static_cast<std::ptrdiff_t>(y0 - RY) * spitch;
+      const std::ptrdiff_t halo_delta = src_halo - src_chunk;
+      std::uint8_t* dst_next = dst_lane + static_cast<std::ptrdiff_t>(y0) * dpitch;
       auto copy_row = [&](int t) {
         if (t < kIn) {
           const unsigned s = ring_s + static_cast<unsigned>((t & (kRing - 1)) * SLOT);
-          cp_async16_clip(s + d_chunk, sc + t * spitch, LB);
-          if (n_halo > 0) cp_async16_clip(s + d_halo, sh + t * spitch, n_halo);
+          cp_async16_clip(s + d_chunk, src_next, LB);
+          if (n_halo > 0) cp_async16_clip(s + d_halo, src_next + halo_delta, n_halo);
         }
         cp_async_commit();
+        src_next += spitch;
       };
 #pragma unroll
       for (int t = 0; t < kRing - 1; ++t) copy_row(t);
@@ -588,7 +659,10 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
                 const int o = t - decltype(ky_const)::value;
                 return o >= 0 && o < kRows;
               },
-              [&](const uint4 q) { *reinterpret_cast<uint4*>(d0 + (t - (KH - 1)) * dpitch) = q; });
+              [&](const uint4 q) {
+                *reinterpret_cast<uint4*>(dst_next) = q;
+                dst_next += dpitch;
+              });
         });
       }
       cp_async_wait<0>();
@@ -639,6 +713,13 @@ StreamKernelInfo stream_pick(StreamInstance which) {
     case StreamInstance::int5:
       return {fn(stream_kernel<C, true, false, 5, true>), fn(stream_kernel<C, true, true, 5, true>), smem, true, strip, 5,
               true};
+    case StreamInstance::int5sym: {
+      // Bands only, as int5 (one instance serves both fields).
+      const void* k = fn(stream_kernel<C, true, true, 5, true, false, true>);
+      StreamKernelInfo info{k, k, smem, true, strip, 5, true};
+      info.symmetric = true;
+      return info;
+    }
   }
   return {};
 }

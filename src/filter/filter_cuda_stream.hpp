@@ -23,6 +23,8 @@ struct StreamKernelInfo {
   bool integer = false;
   /// Dense 3x3 on packed fp16 pairs (stream_half_error_bound); else FP32.
   bool half = false;
+  /// 5x5 whole numbers, symmetric factors with outer ones 1 (int5sym).
+  bool symmetric = false;
 };
 
 /// Which of the row-streaming kernel's instances a launch takes.
@@ -32,6 +34,7 @@ enum class StreamInstance {
   half,       ///< packed fp16 pairs, a dense 3x3 kernel (stream_half_error_bound)
   int3,       ///< packed 16-bit lanes, a separable 3x3 kernel of whole-number factors
   int5,       ///< the same for 5x5
+  int5sym,    ///< the same, factors symmetric with outer ones 1 (gaussian:5), taps that share a factor added first
 };
 /// The instance `which` for 1, 3 or 4 channels, one source file each
 /// (filter_cuda_stream_c1.cu, _c3.cu, _c4.cu: stream_pick<C>). Lazy loading
@@ -74,7 +77,12 @@ constexpr double kStreamHalfMaxError = 0.75;
 /// A dense 3x3 kernel gets the fp16 instance where `allow_half` and
 /// stream_half_error_bound(kernel) <= kStreamHalfMaxError
 /// (PIXELKIT_CUDA_FILTER_HALF=off turns it off), else the FP32 one.
-StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half);
+///
+/// A 5x5 kernel whose factors are symmetric with outer ones 1 (gaussian:5)
+/// gets int5sym where `allow_sym` (PIXELKIT_CUDA_FILTER_SYM=off turns it
+/// off), else int5.
+StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half,
+                                   bool allow_sym);
 
 /// Peak DRAM bandwidth a SM in GB/s, from the device's memory clock (kHz,
 /// cudaDevAttrMemoryClockRate; data moves on both edges), bus width (bits)
