@@ -444,14 +444,20 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
   // output row sums them in the same way.
   [[maybe_unused]] unsigned iacc[IQ && !SYM ? KH : 1][LB / 2];
   [[maybe_unused]] unsigned hring[SYM ? KH : 1][LB / 2];
-  // A finished row of pair sums, rounded and packed as 16 bytes.
-  [[maybe_unused]] auto round_pairs = [](const unsigned (&s)[LB / 2]) {
-    // The sums are the outputs times 2^8 (the host scales iq so): rounded
-    // half to even, s + 127 + bit 8 of s on both lanes (below 2^16: no
-    // carry between them), whose bytes 1 and 3 are the two outputs.
+  // A finished row of pair sums, rounded and packed as 16 bytes. The sums
+  // are the outputs times 2^8 (the host scales iq so) plus 127 on both lanes
+  // (kRoundBias, added with the first product): rounded half to even, s +
+  // 127 + bit 8 of s, whose bytes 1 and 3 are the two outputs. With v = s +
+  // 127 already summed, bit 8 of v is bit 8 of s wherever it matters (where
+  // s's low byte is 129 or more, v has carried, and adding bit 8 of v then
+  // carries nothing), so v + bit 8 of v: one AND and one shift-add a pair.
+  // Every lane stays below 2^16 (255 * 2^8 + 128), so no carry crosses
+  // between the lanes.
+  constexpr unsigned kRoundBias = 0x007F007Fu;
+  [[maybe_unused]] auto round_pairs = [](const unsigned (&v)[LB / 2]) {
     unsigned r[LB / 2];
 #pragma unroll
-    for (int j = 0; j < LB / 2; ++j) r[j] = s[j] + 0x007F007Fu + ((s[j] >> 8) & 0x00010001u);
+    for (int j = 0; j < LB / 2; ++j) r[j] = v[j] + ((v[j] & 0x01000100u) >> 8);
     return make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
                       __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u));
   };
@@ -482,28 +488,20 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
         hring[S][j] = pp[j + 4] * static_cast<unsigned>(p.ip[RY]) + v;
       });
       if (valid(std::integral_constant<int, KH - 1>{})) {  // output row t - (KH - 1)
-        // Rounded half to even as round_pairs does, with the 127 added with
-        // the outer rows (one 3-input add): for v = s + 127, bit 8 of v is
-        // bit 8 of s wherever it matters (where s's low byte is 129 or more,
-        // v has carried, and adding bit 8 of v then carries nothing), so the
-        // outputs are bytes 1 and 3 of v + bit 8 of v: one AND and one
-        // shift-add a pair, against round_pairs' shift, AND and add.
-        unsigned r[LB / 2];
+        unsigned o[LB / 2];
 #pragma unroll
         for (int j = 0; j < LB / 2; ++j) {
           unsigned v = 0u;
           static_for<0, RY>([&](auto k_const) {
             constexpr int k = decltype(k_const)::value;
             constexpr int r0 = ((S - k) % KH + KH) % KH, r1 = ((S - (KH - 1 - k)) % KH + KH) % KH;
-            v = k == 0 ? hring[r0][j] + hring[r1][j] + 0x007F007Fu  // iq[0] == 1
+            v = k == 0 ? hring[r0][j] + hring[r1][j] + kRoundBias  // iq[0] == 1; one 3-input add
                        : (hring[r0][j] + hring[r1][j]) * static_cast<unsigned>(p.iq[k]) + v;
           });
           constexpr int rc = ((S - RY) % KH + KH) % KH;
-          v = hring[rc][j] * static_cast<unsigned>(p.iq[RY]) + v;
-          r[j] = v + ((v & 0x01000100u) >> 8);
+          o[j] = hring[rc][j] * static_cast<unsigned>(p.iq[RY]) + v;
         }
-        put(make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
-                       __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u)));
+        put(round_pairs(o));
       }
       return;
     }
@@ -531,7 +529,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       if (valid(ky_const)) {
 #pragma unroll
         for (int j = 0; j < LB / 2; ++j)
-          iacc[A][j] = ky == 0 ? h[j] * static_cast<unsigned>(p.iq[0])
+          iacc[A][j] = ky == 0 ? h[j] * static_cast<unsigned>(p.iq[0]) + kRoundBias
                                : h[j] * static_cast<unsigned>(p.iq[ky]) + iacc[A][j];
         if constexpr (ky == KH - 1) put(round_pairs(iacc[A]));
       }
