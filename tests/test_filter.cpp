@@ -1448,7 +1448,7 @@ TEST(FilterCuda, ChainedLaunchesOnOneStreamReadEachOthersOutput) {
       {Kernel::gaussian(3), nullptr, nullptr, "separable streaming 3x3 integer factors (u8"},
       {Kernel::gaussian(31), nullptr, "on", "tensor cores streaming 31x31"},
       {Kernel::gaussian(11), "on", nullptr, "separable tensor cores 11x11"},
-      {Kernel::gaussian(5), nullptr, "on", "streaming 5x5 integer factors in bands"},
+      {Kernel::gaussian(5), nullptr, "on", "streaming 5x5 integer factors symmetric in bands"},
       {random_kernel(3, 3, 73), nullptr, "on", "dense streaming 3x3 in bands"},
       {Kernel::gaussian(7), nullptr, nullptr, "tensor cores streaming 7x7 integer"},
       {random_kernel(5, 5, 74), "dense", nullptr, "dense tensor cores"},
