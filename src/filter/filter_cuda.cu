@@ -440,7 +440,7 @@ class CudaFilterImpl final : public CudaFilter {
         sp.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
         const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
         bands = band_rows_ > 0 || (band_rows_ == 0 && stream_bands_by_rule(si.side, sp.strips * band_segs,
-                                                                           wave_of(si.band_fn), dram_gbps_per_sm()));
+                                                                           wave_of(si.band_fn), dram_gbps_per_sm(), C));
         if (!bands) {
           // One wave of warps, segments as tall as that needs, consecutive
           // warps down one strip.

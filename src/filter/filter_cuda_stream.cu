@@ -61,8 +61,8 @@ double peak_dram_gbps_per_sm(int mem_clock_khz, int bus_bits, int sms) {
   return 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / sms / 1e9;
 }
 
-bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm) {
-  return stream_tuning::bands_by_rule(side, segs16, wave, gbps_per_sm >= kStreamFastMemoryGBpsPerSM);
+bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm, int channels) {
+  return stream_tuning::bands_by_rule(side, segs16, wave, gbps_per_sm >= kStreamFastMemoryGBpsPerSM, channels);
 }
 
 namespace {

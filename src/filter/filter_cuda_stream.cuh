@@ -140,16 +140,28 @@ constexpr int kBandMinHalfWaves5 = 3;
 /// H100 the fp16 bands lost at 4K (run 43: 0.0243 / 0.0266), so its rule
 /// stays kBandMinWaves.
 constexpr int kBandMinCentiWavesFast = 165;
+/// On fast memory the 5x5 instances of 1 and 4 channels (int5sym for
+/// gaussian:5) take the bands from kBandMinCentiWaves5Fast / 100 waves: the
+/// tensor-core kernel they displace is weakest there. Notes, run 46 (H200,
+/// gaussian:5, ms, tensor cores / bands): one channel 0.41 waves 0.0148 /
+/// 0.0187, 0.55 0.0214 / 0.0204, 0.68 0.0239 / 0.0202, 0.89 0.0295 / 0.0218,
+/// 0.92 0.0315 / 0.0223, 1.23 0.0407 / 0.0303; four channels 0.58 0.0191 /
+/// 0.0198, 0.68 0.0208 / 0.0197, 0.89 0.0311 / 0.0204, 1.07 0.0311 / 0.0272,
+/// 1.23 0.0350 / 0.0295. Three channels keep 1.5 waves (0.66 0.0181 /
+/// 0.0211, 0.81 0.0206 / 0.0211, 0.97 0.0227 / 0.0220, 1.18 0.0265 /
+/// 0.0300, 1.62 0.0360 / 0.0331).
+constexpr int kBandMinCentiWaves5Fast = 65;
 /// Whether the rule walks an image of `segs16` 16-row segments in bands, for
-/// a kernel of this side, with `wave` warps resident at once.
-constexpr bool bands_by_rule(int side, long long segs16, long long wave, bool fast_memory = false) {
+/// a kernel of this side on `channels` channels, with `wave` warps resident
+/// at once.
+constexpr bool bands_by_rule(int side, long long segs16, long long wave, bool fast_memory = false, int channels = 3) {
+  if (side == 5 && fast_memory && channels != 3) return 100 * segs16 >= kBandMinCentiWaves5Fast * wave;
   if (side == 5) return 2 * segs16 >= kBandMinHalfWaves5 * wave;
   if (!fast_memory) return segs16 >= kBandMinWaves * wave;
   return 100 * segs16 >= kBandMinCentiWavesFast * wave || (10 * segs16 >= 9 * wave && segs16 <= wave);
 }
 /// __launch_bounds__ minimum blocks per SM: 5 (96 registers, 20 warps).
 constexpr int kMinBlocksPerSM = 5;
-
 }  // namespace stream_tuning
 
 /// Packed fp16 pairs held in 32-bit words (the fp16 instance, products_h).

@@ -94,9 +94,10 @@ double peak_dram_gbps_per_sm(int mem_clock_khz, int bus_bits, int sms);
 constexpr double kStreamFastMemoryGBpsPerSM = 30.0;
 /// Whether the row-streaming kernel's rule (stream_tuning::bands_by_rule)
 /// walks an image of `segs16` 16-row segments a strip, summed over the strips,
-/// in bands, for a kernel of this side (3 or 5) with `wave` warps resident at
-/// once, on a GPU with `gbps_per_sm` of peak DRAM bandwidth a SM.
-bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm);
+/// in bands, for a kernel of this side (3 or 5) on `channels` channels with
+/// `wave` warps resident at once, on a GPU with `gbps_per_sm` of peak DRAM
+/// bandwidth a SM.
+bool stream_bands_by_rule(int side, long long segs16, long long wave, double gbps_per_sm, int channels);
 
 /// Fills the coefficients and the border word of `p` for `info`'s instance;
 /// false when the border cannot be held in a byte (a constant value that is
