@@ -473,6 +473,18 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     return make_uint4(__byte_perm(r[0], r[1], 0x7531u), __byte_perm(r[2], r[3], 0x7531u),
                       __byte_perm(r[4], r[5], 0x7531u), __byte_perm(r[6], r[7], 0x7531u));
   };
+  // The pair of elements d away from output pair j (elements 2 j, 2 j + 1),
+  // from pairs q(i) (pp[i] or sums of them, i at compile time): q(j + 4 +
+  // d / 2) where d is even, else the halves of the two pairs around it.
+  [[maybe_unused]] auto pair_at = [](auto j_const, auto d_const, auto q) {
+    constexpr int j = decltype(j_const)::value, d = decltype(d_const)::value;
+    if constexpr (d % 2 == 0) {
+      return q(std::integral_constant<int, j + 4 + d / 2>{});
+    } else {
+      constexpr int i0 = j + 4 + (d - 1) / 2;
+      return __byte_perm(q(std::integral_constant<int, i0>{}), q(std::integral_constant<int, i0 + 1>{}), 0x5432u);
+    }
+  };
   [[maybe_unused]] auto products5 = [&](auto s_const, const unsigned (&w)[NW], auto valid, auto put) {
     constexpr int S = decltype(s_const)::value;
     unsigned pp[16];
@@ -487,14 +499,10 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
         static_for<0, RY>([&](auto k_const) {
           constexpr int k = decltype(k_const)::value;
           constexpr int m = (RY - k) * C;
-          unsigned s;
-          if constexpr (m % 2 == 0) {
-            constexpr int i = j + 4 - m / 2;
-            s = pp[i] + pp[i + m];
-          } else {
-            constexpr int i0 = j + 4 + (-m - 1) / 2;
-            s = __byte_perm(pp[i0] + pp[i0 + m], pp[i0 + 1] + pp[i0 + 1 + m], 0x5432u);
-          }
+          // The taps m either side: the pairs around each summed, then realigned once.
+          const unsigned s = pair_at(j_const, std::integral_constant<int, -m>{}, [&](auto i_const) {
+            return pp[decltype(i_const)::value] + pp[decltype(i_const)::value + m];
+          });
           v = k == 0 ? s : s * static_cast<unsigned>(p.ip[k]) + v;  // ip[0] == 1
         });
         hring[S][j] = pp[j + 4] * static_cast<unsigned>(p.ip[RY]) + v;
@@ -523,14 +531,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
       unsigned v = 0u;
       static_for<0, KW>([&](auto k_const) {
         constexpr int k = decltype(k_const)::value;
-        constexpr int d = (k - RY) * C;
-        unsigned tap;
-        if constexpr (d % 2 == 0) {
-          tap = pp[j + 4 + d / 2];
-        } else {
-          constexpr int i0 = j + 4 + (d - 1) / 2;
-          tap = __byte_perm(pp[i0], pp[i0 + 1], 0x5432u);
-        }
+        const unsigned tap = pair_at(j_const, std::integral_constant<int, (k - RY) * C>{},
+                                     [&](auto i_const) { return pp[decltype(i_const)::value]; });
         v = k == 0 ? tap * static_cast<unsigned>(p.ip[0]) : tap * static_cast<unsigned>(p.ip[k]) + v;
       });
       h[j] = v;
