@@ -46,7 +46,8 @@
 // filter meet in shared memory.
 // Both streaming kernels walk the largest images in bands of short segments
 // (the 3x3 kernel at 8K RGB, and on the H200 at 4K and 5K RGB too, its 5x5
-// integer instances from half as many segments, stream_tuning::bands_by_rule;
+// integer instances from half as many segments, on the H200 for 1 and 4
+// channels from 0.65 waves, stream_tuning::bands_by_rule;
 // the tensor-core one where its one
 // wave would fill under 85% of the resident blocks' slots,
 // mma_stream_tuning::walk_bands: 4K and 5K RGB for vertical sides 19..31,
@@ -334,7 +335,8 @@ class CudaFilterImpl final : public CudaFilter {
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
       const int channels[3] = {1, 3, 4};
       // The integer instances: PIXELKIT_CUDA_FILTER_INT=off turns them off too.
-      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, int_enabled(), half_enabled(), sym_enabled());
+      const bool allow_int = int_enabled(), allow_half = half_enabled(), allow_sym = sym_enabled();
+      for (int i = 0; i < 3; ++i) stream_[i] = stream_kernel_for(channels[i], kernel, allow_int, allow_half, allow_sym);
       stream_ok_ = make_stream_coeffs(kernel, border, stream_[1], &stream_p_);
     }
     mma_dense_ = MmaDenseCoeffs{};

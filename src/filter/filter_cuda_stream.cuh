@@ -706,7 +706,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
 
 /// The instance `which` for C channels (one file per C: filter_cuda_stream.hpp
 /// says why). Each comes with its band-layout instance (the dense kernels'
-/// interior path; the FP32 separable one has none).
+/// interior path; the FP32 separable one has none; the 5x5 ones have only
+/// that).
 template <int C>
 StreamKernelInfo stream_pick(StreamInstance which) {
   const int smem = stream_tuning::kSmemBytes, strip = stream_tuning::kStripBytes;
@@ -720,16 +721,17 @@ StreamKernelInfo stream_pick(StreamInstance which) {
       return {fn(stream_kernel<C, false, false, 3, false, true>), fn(stream_kernel<C, false, true, 3, false, true>),
               smem, false, strip, 3, false, true};
     case StreamInstance::int3:
-      return {fn(stream_kernel<C, true, false, 3, true>), fn(stream_kernel<C, true, true, 3, true>), smem, true, strip, 3,
-              true};
+      return {fn(stream_kernel<C, true, false, 3, true>), fn(stream_kernel<C, true, true, 3, true>), smem, true, strip,
+              3, true};
     case StreamInstance::int5:
-      return {fn(stream_kernel<C, true, false, 5, true>), fn(stream_kernel<C, true, true, 5, true>), smem, true, strip, 5,
-              true};
     case StreamInstance::int5sym: {
-      // Bands only, as int5 (one instance serves both fields).
-      const void* k = fn(stream_kernel<C, true, true, 5, true, false, true>);
+      // The 5x5 instances run only in bands (filter_cuda.cu), so their band
+      // instance serves both fields and no one-wave instance is built.
+      const bool sym = which == StreamInstance::int5sym;
+      const void* k =
+          sym ? fn(stream_kernel<C, true, true, 5, true, false, true>) : fn(stream_kernel<C, true, true, 5, true>);
       StreamKernelInfo info{k, k, smem, true, strip, 5, true};
-      info.symmetric = true;
+      info.symmetric = sym;
       return info;
     }
   }
