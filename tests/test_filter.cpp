@@ -625,6 +625,42 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
   }
 }
 
+// The lean instances of the streaming tensor-core kernel (fp16, sides 11..17
+// and the half-step sizes 5..9 of non-integer factors, 1 and 3 channels: one
+// prefetch set, 4 blocks a SM; mma_stream_tuning::kLeanMinSegSteps) do the
+// same arithmetic as the instances of two sets: every output byte must equal
+// theirs (PIXELKIT_CUDA_FILTER_LEAN=off) and agree with ref. A forced band
+// walk takes the lean instance on any image; the one wave of a small image
+// never does. Four channels have no lean instance (the same path either way).
+TEST(FilterCuda, TensorCoreStreamingLeanInstancesEqualTheOthersBitForBit) {
+  PIXELKIT_REQUIRE_GPU();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
+  const std::vector<Kernel> kernels = {Kernel::gaussian(11), Kernel::gaussian(17), Kernel::gaussian(9, 3.0),
+                                       Kernel::from_factors({0.1f, 0.2f, 0.4f, 0.2f, 0.1f},
+                                                            std::vector<float>(13, 1.0f / 13), "5x13")};
+  std::uint32_t seed = 9100;
+  for (const char* bands : {"32", ""})
+    for (const auto& sz : std::vector<SweepSize>{{333, 211, 3}, {130, 97, 1}, {200, 77, 4}, {64, 40, 3}}) {
+      ScopedEnv band_env("PIXELKIT_CUDA_FILTER_BANDS", bands);
+      const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+      for (const Kernel& k : kernels)
+        for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 7}}) {
+          const std::string what = std::to_string(sz.w) + "x" + std::to_string(sz.h) + "x" + std::to_string(sz.c) +
+                                   " " + k.name + " " + to_string(b) + " bands " + bands;
+          std::string path, other_path;
+          const Image lean = run_device(src.cview(), k, b, &path);
+          const Image other = [&] {
+            ScopedEnv lean_off("PIXELKIT_CUDA_FILTER_LEAN", "off");
+            return run_device(src.cview(), k, b, &other_path);
+          }();
+          EXPECT_EQ(count_differing(lean, other), 0) << what;
+          EXPECT_TRUE(agrees(lean, run(Backend::ref, src.cview(), k, b))) << what;
+          EXPECT_EQ(path, other_path) << what;
+          if (device_has_tensor_core_path()) EXPECT_NE(path.find("tensor cores streaming"), std::string::npos) << path;
+        }
+    }
+}
+
 // Replicate, reflect and reflect101 give the streaming tensor-core kernel's
 // lanes beyond the image word loads of an in-image unit and then the tile
 // columns of the pixels they map to (MmaStreamParams::fix_edges; notes, run
@@ -1939,7 +1975,10 @@ TEST(FilterCuda, TensorCoreStreamingTwoDownWalksBandsWhereOneWaveLeavesSMsIdle) 
   // the resident blocks: one wave would give every strip one segment of all
   // its rows and leave nearly half the blocks idle, so both the integer
   // instance (gaussian:9) and the hi + lo one (gaussian:13) walk bands
-  // (mma_stream_tuning::walk_bands; notes, runs 33 and 35).
+  // (mma_stream_tuning::walk_bands; notes, runs 33 and 35). Without the lean
+  // instance (4 blocks per SM, which gaussian:13 would take here and whose
+  // one wave fills its slots: notes, run 47).
+  ScopedEnv lean_env("PIXELKIT_CUDA_FILTER_LEAN", "off");
   const int units = 3 * sm_count() / 2 + 1;
   const Image src = random_image((units - 4 + 2) * 64 - 3, 50 * 16 - 7, 3, PixelType::u8, 8200);
   expect_band_rule(src, Kernel::gaussian(9), Border{BorderMode::reflect101, 0}, "tensor cores streaming 9x9 integer factors", true);

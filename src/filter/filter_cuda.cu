@@ -12,14 +12,17 @@
 //                                                 dense whose fp16 error bound is at most 0.75
 //                                                 (smoothing kernels): its fp16 instance
 //                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never)
-//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT,F16>: tensor
+//   u8 separable above 3x3, sides 3..31,       -> separable_mma_stream_kernel<C,KS1,KS2,H,LO,INT,F16,LEAN>: tensor
 //       constant border value a whole grey        cores, blocks walk down 64-pixel strips,
 //       level                                     filter_cuda_mma_stream.cuh, sm_80 up; whole-number
 //                                                 factors over a power of two: its exact INT
 //                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never);
 //                                                 square ones whose fp16 error bound is at most
 //                                                 0.75 (Gaussians, boxes): its F16 instances
-//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never)
+//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never), of
+//                                                 sides 11..17 at 1-3 channels the LEAN ones
+//                                                 (4 blocks a SM) where segments are long
+//                                                 (PIXELKIT_CUDA_FILTER_LEAN=off: never)
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
 //                                                  separable kernel it holds; off, on, dense: never)
 //   u8 kernel up to 9x9, source 16-byte        -> dense_mma_kernel<C,KH,P,LO,RT>: tensor cores,
@@ -204,6 +207,13 @@ bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
 /// anything else: where mma_stream_tuning::tail_plan finds one.
 bool tail_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_TAIL"); }
 
+/// PIXELKIT_CUDA_FILTER_LEAN=off: the streaming tensor-core kernel's fp16
+/// instances of sides 11..17 keep 3 blocks a SM with two prefetch sets (the
+/// benchmark and tests compare both); unset or anything else: they take the
+/// lean instance (one set, 4 blocks a SM) where its segments are long
+/// (mma_stream_tuning::kLeanMinSegSteps).
+bool lean_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_LEAN"); }
+
 // ---- kernel tables -------------------------------------------------------------
 
 template <typename T>
@@ -328,6 +338,7 @@ class CudaFilterImpl final : public CudaFilter {
     band_rows_ = band_rows_policy();
     pdl_ = pdl_enabled();
     tail_ = tail_enabled();
+    lean_ = lean_enabled();
     fix_edges_ = edge_columns_from_smem();
     prefetch_ = prefetch_enabled();
     dense_rows_ = dense_rows_policy();
@@ -484,8 +495,8 @@ class CudaFilterImpl final : public CudaFilter {
                        border_.mode == BorderMode::reflect101);
         p.src_pitch_warps = mma_stream_tuning::kWarps * src.pitch;
         p.prefetch_rows = prefetch_ ? mma_stream_tuning::kPrefetchRows : 0;
-        const MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
-        const long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
+        MmaKernelInfo ki = mma_stream_kernel(C, mma_stream_);
+        long long resident = resident_blocks(ki, mma_stream_tuning::kThreads);
         p.strips = (src.width + mma_stream_tuning::kStripPx - 1) / mma_stream_tuning::kStripPx;
         const int steps = (rows + 15) / 16;
         const bool three_down = mma_ksteps(mma_stream_.ny, 0) == 3;
@@ -495,6 +506,19 @@ class CudaFilterImpl final : public CudaFilter {
                                 : three_down ? mma_stream_tuning::kEdgeSegFactorThreeDown
                                              : mma_stream_tuning::kEdgeSegFactor;
         const int n_int = p.strips >= 3 ? p.strips - 2 : 0, n_edge = std::min(p.strips, 2);
+        // The lean instance (4 blocks a SM, where there is one) where the
+        // one wave it fills gives segments of kLeanMinSegSteps steps or more,
+        // or the band walk is forced.
+        if (lean_) {
+          const MmaKernelInfo lean = mma_stream_kernel(C, mma_stream_, true);
+          if (lean.fn != ki.fn) {
+            const long long lean_resident = resident_blocks(lean, mma_stream_tuning::kThreads);
+            if (mma_stream_tuning::take_lean(steps, n_int, n_edge, wave_factor, lean_resident, band_rows_ > 0)) {
+              ki = lean;
+              resident = lean_resident;
+            }
+          }
+        }
         // The layout for a segment height cap (0: none) and edge factor:
         // segments as tall as one wave allows, capped; the edge strips' cut
         // `factor` times shorter.
@@ -799,6 +823,7 @@ class CudaFilterImpl final : public CudaFilter {
   int band_rows_ = 0;  ///< PIXELKIT_CUDA_FILTER_BANDS: -1 never, 0 the rule, N forced, in rows
   bool pdl_ = true;    ///< PIXELKIT_CUDA_FILTER_PDL: programmatic dependent launch (launch_kernel)
   bool tail_ = true;   ///< PIXELKIT_CUDA_FILTER_TAIL: the streaming tensor-core kernel's tail band (tail_plan)
+  bool lean_ = true;   ///< PIXELKIT_CUDA_FILTER_LEAN: its lean instances (mma_stream_tuning::kLeanMinSegSteps)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
   int dense_rows_ = 0;     ///< PIXELKIT_CUDA_FILTER_DENSE_ROWS: the dense tensor-core kernel's tile rows, 0 = rule
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin

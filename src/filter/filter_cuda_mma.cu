@@ -149,11 +149,11 @@ bool make_mma_stream_coeffs(const float* row, int nx, const float* col, int ny, 
   return true;
 }
 
-MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k) {
+MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k, bool lean) {
   switch (channels) {
-    case 1: return mma_stream_kernel_c1(k);
-    case 3: return mma_stream_kernel_c3(k);
-    default: return mma_stream_kernel_c4(k);
+    case 1: return mma_stream_kernel_c1(k, lean);
+    case 3: return mma_stream_kernel_c3(k, lean);
+    default: return mma_stream_kernel_c4(k, lean);
   }
 }
 

@@ -88,15 +88,17 @@ bool make_mma_stream_half(MmaStreamCoeffs* k);
 /// (plain C++, no GPU): HUGE_VAL where make_mma_stream_coeffs declines them.
 double mma_stream_half_bound(const float* row, int nx, const float* col, int ny);
 
-/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16> for 1, 3 or 4 channels
-/// and these coefficients (its k-steps, whether the last one is half and
-/// whether the lo products run follow from them).
-MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k);
+/// separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16, LEAN> for 1, 3
+/// or 4 channels and these coefficients (its k-steps, whether the last one is
+/// half and whether the lo products run follow from them). lean: the
+/// instance of one prefetch set and 4 blocks a SM where there is one
+/// (mma_stream_tuning::has_lean), else the same as without.
+MmaKernelInfo mma_stream_kernel(int channels, const MmaStreamCoeffs& k, bool lean = false);
 
 /// mma_stream_kernel for one channel count (filter_cuda_mma_stream_c1.cu,
 /// _c3.cu, _c4.cu: mma_stream_pick<C>).
-MmaKernelInfo mma_stream_kernel_c1(const MmaStreamCoeffs& k);
-MmaKernelInfo mma_stream_kernel_c3(const MmaStreamCoeffs& k);
-MmaKernelInfo mma_stream_kernel_c4(const MmaStreamCoeffs& k);
+MmaKernelInfo mma_stream_kernel_c1(const MmaStreamCoeffs& k, bool lean);
+MmaKernelInfo mma_stream_kernel_c3(const MmaStreamCoeffs& k, bool lean);
+MmaKernelInfo mma_stream_kernel_c4(const MmaStreamCoeffs& k, bool lean);
 
 }  // namespace pixelkit::detail::cuda_filter

@@ -284,7 +284,8 @@ constexpr int kPrefetch = 2;
 /// tie or a loss at 8K: gaussian:11..17 +1-2%, and the INT instances, run 21).
 /// The F16 instances too (run 44: two sets at 3 blocks per SM, 168
 /// registers, 8K RGB gaussian:21 0.1014 -> 0.1031 ms, 4K 0.0309 -> 0.0356).
-constexpr int prefetch_sets(int ks1) { return ks1 == 3 ? 1 : kPrefetch; }
+/// The lean instances (below) one set.
+constexpr int prefetch_sets(int ks1, bool lean = false) { return ks1 == 3 || lean ? 1 : kPrefetch; }
 /// __launch_bounds__ minimum blocks per SM: 3 (<= 168 registers) where the
 /// window (KS1 x C x 8 registers) is at most 48 registers, else 2 (<= 255).
 /// 4 (128 registers) was measured and not kept (run 17): the fp16-exact
@@ -293,9 +294,44 @@ constexpr int prefetch_sets(int ks1) { return ks1 == 3 ? 1 : kPrefetch; }
 /// The F16 instances (no lo window, fragments or split) hold 3 blocks up to
 /// 3 channels and three k-steps down (158-163 registers, no spill; notes,
 /// run 44; 2 blocks per SM not measured for them).
-constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false) {
-  return channels * ks1 <= 6 || (f16 && channels * ks1 <= 9) ? 3 : 2;
+constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false, bool lean = false) {
+  return lean ? 4 : channels * ks1 <= 6 || (f16 && channels * ks1 <= 9) ? 3 : 2;
 }
+/// Lean instances (LEAN): the F16 instances of two k-steps down (sides
+/// 11..17) on 1 and 3 channels with one prefetch set fit 128 registers with
+/// no spill (160 and 147 with two sets at RGB), so 4 blocks a SM (16 warps)
+/// where the others hold 3. The kernel is bound by its issue latency (ncu,
+/// H200, 8K RGB gaussian:11: issue slots 33% busy at 11.3 warps a SM,
+/// waits on fixed-latency and shared-memory results 34% of the warps'
+/// cycles), so the fourth block pays where the segments are long; where they
+/// are short, the extra blocks cut them shorter still and the restarts
+/// (restart_steps) cost more than the warps gain. Notes, run 47 (H200, RGB,
+/// ms, 3 blocks with two sets / 4 with one): 8K gaussian:11 0.0902 / 0.0853,
+/// gaussian:17 0.0905 / 0.0858 (one-wave segments of 68 steps); 4K 0.0257 /
+/// 0.0252 (17 steps); 1080p 0.0105 / 0.0109, gaussian:17 0.0112 / 0.0116 (5
+/// steps); 720p gaussian:17 0.0084 / 0.0087. 4 blocks with two sets (128
+/// registers, 8-16 bytes of spill) were slower at 8K (0.0912). So the host
+/// takes the lean instance where its one-wave segments would be at least
+/// kLeanMinSegSteps steps long (or the band walk is forced); four channels
+/// (window of 32 registers) have none.
+constexpr int kLeanMinSegSteps = 8;
+constexpr bool has_lean(int channels, int ks1, bool f16) { return f16 && ks1 == 2 && channels <= 3; }
+/// Whether to take the lean instance: `steps` 16-row steps of the rows,
+/// `n_int` interior and `n_edge` edge strips whose one-wave segments are
+/// `factor` times shorter, `lean_resident` lean blocks at once, and whether
+/// the band walk is forced (PIXELKIT_CUDA_FILTER_BANDS).
+constexpr bool take_lean(int steps, int n_int, int n_edge, int factor, long long lean_resident, bool forced_bands) {
+  const long long per_band = n_int + static_cast<long long>(factor) * n_edge;
+  const long long want = lean_resident / per_band > 1 ? lean_resident / per_band : 1;  // bands for one wave
+  return forced_bands || (steps + want - 1) / want >= kLeanMinSegSteps;
+}
+// H200 (132 SMs, 4 lean blocks each), RGB, edge columns from shared memory
+// (factor 2): 8K (120 strips, 270 steps) and 4K (60, 135) take it, 1080p
+// (30, 68) and 720p (20, 45) not.
+static_assert(take_lean(270, 118, 2, 2, 528, false) && take_lean(135, 58, 2, 2, 528, false) &&
+                  !take_lean(68, 28, 2, 2, 528, false) && !take_lean(45, 18, 2, 2, 528, false) &&
+                  take_lean(45, 18, 2, 2, 528, true),
+              "take_lean");
 }  // namespace mma_stream_tuning
 
 /// The last k-step of a pass of n taps whose band starts `shift` columns in
@@ -595,10 +631,11 @@ struct MmaStreamLoads {
 /// lo and hi bytes), and the exact sum is rounded once, ties to even. F16
 /// (MmaStreamCoeffs::f16; LO and INT false): pass 1's result rounded to fp16
 /// and no lo part anywhere.
-template <int C, int KS1, int KS2, bool HALF, bool LO = true, bool INT = false, bool F16 = false>
-__global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1, F16))
+template <int C, int KS1, int KS2, bool HALF, bool LO = true, bool INT = false, bool F16 = false, bool LEAN = false>
+__global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1, F16, LEAN))
     separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
 #if PIXELKIT_MMA_ENABLED
+  static_assert(!LEAN || mma_stream_tuning::has_lean(C, KS1, F16), "LEAN: F16, two k-steps down, 1 or 3 channels");
   static_assert(!INT || (KS1 == 2 && KS2 == 2 && !HALF && !LO), "INT: one k32 step each way");
   static_assert(!F16 || (!LO && !INT), "F16: hi products alone");
   using G = MmaStreamGeom<C, KS1, KS2, INT>;
@@ -718,7 +755,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     auto block_row = [&](int b) { return y0 - k.ry + 16 * b; };
 
     // Block b's rows travel in register set b % PF.
-    constexpr int PF = mma_stream_tuning::prefetch_sets(KS1);
+    constexpr int PF = mma_stream_tuning::prefetch_sets(KS1, LEAN);
     static_assert(PF == 1 || PF == 2, "one or two register sets");
     MmaStreamLoads<C> pre[PF];
     auto with_set = [&](int b, auto f) {
@@ -1097,9 +1134,10 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 
 // ---- the instances built, and the table that picks one -----------------------
 
-template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false, bool F16 = false>
+template <int C, int KS1, int KS2, bool HALF = false, bool LO = true, bool INT = false, bool F16 = false,
+          bool LEAN = false>
 MmaKernelInfo mma_stream_info() {
-  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16>),
+  return {reinterpret_cast<const void*>(separable_mma_stream_kernel<C, KS1, KS2, HALF, LO, INT, F16, LEAN>),
           MmaStreamGeom<C, KS1, KS2, INT>::kSmemBytes};
 }
 
@@ -1121,16 +1159,24 @@ static_assert(mma_stream_half(5, 2) && mma_stream_half(7, 1) && mma_stream_half(
 /// tensor-core instance in one file, 51-59 ms with the streaming ones in one,
 /// 15-21 ms with a file per channel count (compressed, as the library's cubins
 /// all are; 5-7 ms raw: notes, session 35).
+///
+/// lean: the lean instance (LEAN, mma_stream_tuning::has_lean) where there is
+/// one, else the same as without.
 template <int C>
-MmaKernelInfo mma_stream_pick(const MmaStreamCoeffs& k) {
+MmaKernelInfo mma_stream_pick(const MmaStreamCoeffs& k, bool lean) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
   const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   const bool lo = k.lo, integer = k.integer, f16 = k.f16;
   if (integer) return mma_stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
   // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
-  if (f16 && ks1 == 2)
+  if (f16 && ks1 == 2) {
+    if constexpr (mma_stream_tuning::has_lean(C, 2, true))
+      if (lean)
+        return half ? mma_stream_info<C, 2, 2, true, false, false, true, true>()
+                    : mma_stream_info<C, 2, 2, false, false, false, true, true>();
     return half ? mma_stream_info<C, 2, 2, true, false, false, true>()
                 : mma_stream_info<C, 2, 2, false, false, false, true>();
+  }
   if (f16)
     return half ? mma_stream_info<C, 3, 3, true, false, false, true>()
                 : mma_stream_info<C, 3, 3, false, false, false, true>();

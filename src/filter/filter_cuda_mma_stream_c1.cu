@@ -5,6 +5,6 @@
 
 namespace pixelkit::detail::cuda_filter {
 
-MmaKernelInfo mma_stream_kernel_c1(const MmaStreamCoeffs& k) { return mma_stream_pick<1>(k); }
+MmaKernelInfo mma_stream_kernel_c1(const MmaStreamCoeffs& k, bool lean) { return mma_stream_pick<1>(k, lean); }
 
 }  // namespace pixelkit::detail::cuda_filter
