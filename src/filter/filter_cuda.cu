@@ -208,9 +208,10 @@ bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
 bool tail_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_TAIL"); }
 
 /// PIXELKIT_CUDA_FILTER_LEAN=off: the streaming tensor-core kernel's fp16
-/// instances of sides 11..17 keep 3 blocks a SM with two prefetch sets (the
+/// instances of two k-steps down (sides 11..17, and 5..9 whose factors are no
+/// whole numbers; 1 and 3 channels) keep two prefetch sets (the
 /// benchmark and tests compare both); unset or anything else: they take the
-/// lean instance (one set, 4 blocks a SM) where its segments are long
+/// lean instance (one set, 4 blocks a SM or more) where its segments are long
 /// (mma_stream_tuning::kLeanMinSegSteps).
 bool lean_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_LEAN"); }
 

@@ -298,15 +298,16 @@ constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false, bool le
   return lean ? 4 : channels * ks1 <= 6 || (f16 && channels * ks1 <= 9) ? 3 : 2;
 }
 /// Lean instances (LEAN): the F16 instances of two k-steps down (sides
-/// 11..17) on 1 and 3 channels with one prefetch set fit 128 registers with
-/// no spill (160 and 147 with two sets at RGB), so 4 blocks a SM (16 warps)
-/// where the others hold 3. The kernel is bound by its issue latency (ncu,
+/// 11..17, and 5..9 whose factors are no whole numbers) on 1 and 3 channels
+/// with one prefetch set fit 128 registers with no spill (160 and 147 with
+/// two sets at RGB), so 4 blocks a SM (16 warps) where the others hold 3
+/// (one channel: 80 registers, 6 blocks, against 105-110 and 4). The kernel is bound by its issue latency (ncu,
 /// H200, 8K RGB gaussian:11: issue slots 33% busy at 11.3 warps a SM,
 /// waits on fixed-latency and shared-memory results 34% of the warps'
 /// cycles), so the fourth block pays where the segments are long; where they
 /// are short, the extra blocks cut them shorter still and the restarts
 /// (restart_steps) cost more than the warps gain. Notes, run 47 (H200, RGB,
-/// ms, 3 blocks with two sets / 4 with one): 8K gaussian:11 0.0902 / 0.0853,
+/// ms, 3 blocks with two sets / 4 with one; one channel in the notes): 8K gaussian:11 0.0902 / 0.0853,
 /// gaussian:17 0.0905 / 0.0858 (one-wave segments of 68 steps); 4K 0.0257 /
 /// 0.0252 (17 steps); 1080p 0.0105 / 0.0109, gaussian:17 0.0112 / 0.0116 (5
 /// steps); 720p gaussian:17 0.0084 / 0.0087. 4 blocks with two sets (128
