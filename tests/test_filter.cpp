@@ -626,16 +626,18 @@ TEST(FilterCuda, TensorCoreStreamingBlocksWalkLongSegments) {
 }
 
 // The lean instances of the streaming tensor-core kernel (fp16, sides 11..17
-// and the half-step sizes 5..9 of non-integer factors, 1 and 3 channels: one
-// prefetch set, 4 blocks a SM; mma_stream_tuning::kLeanMinSegSteps) do the
-// same arithmetic as the instances of two sets: every output byte must equal
-// theirs (PIXELKIT_CUDA_FILTER_LEAN=off) and agree with ref. A forced band
+// and the half-step sizes 5..9 of non-integer factors; integer factors, such
+// as gaussian:7; 1 and 3 channels: one prefetch set, 4 blocks a SM;
+// mma_stream_tuning::kLeanMinSegSteps) do the same arithmetic as the
+// instances of two sets: every output byte must equal theirs
+// (PIXELKIT_CUDA_FILTER_LEAN=off; for gaussian:7 that is ref's) and agree
+// with ref. A forced band
 // walk takes the lean instance on any image; the one wave of a small image
 // never does. Four channels have no lean instance (the same path either way).
 TEST(FilterCuda, TensorCoreStreamingLeanInstancesEqualTheOthersBitForBit) {
   PIXELKIT_REQUIRE_GPU();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "stream");
-  const std::vector<Kernel> kernels = {Kernel::gaussian(11), Kernel::gaussian(17), Kernel::gaussian(9, 3.0),
+  const std::vector<Kernel> kernels = {Kernel::gaussian(11), Kernel::gaussian(17), Kernel::gaussian(9, 3.0), Kernel::gaussian(7),
                                        Kernel::from_factors({0.1f, 0.2f, 0.4f, 0.2f, 0.1f},
                                                             std::vector<float>(13, 1.0f / 13), "5x13")};
   std::uint32_t seed = 9100;

@@ -19,8 +19,8 @@
 //                                                 instances (PIXELKIT_CUDA_FILTER_INT=off: never);
 //                                                 square ones whose fp16 error bound is at most
 //                                                 0.75 (Gaussians, boxes): its F16 instances
-//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never), of
-//                                                 sides 11..17 at 1-3 channels the LEAN ones
+//                                                 (PIXELKIT_CUDA_FILTER_HALF=off: never); INT and
+//                                                 two-k-step F16 at 1-3 channels: the LEAN ones
 //                                                 (4 blocks a SM) where segments are long
 //                                                 (PIXELKIT_CUDA_FILTER_LEAN=off: never)
 //                                                 (PIXELKIT_CUDA_FILTER_MMA=stream: every u8
@@ -207,9 +207,9 @@ bool pdl_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PDL"); }
 /// anything else: where mma_stream_tuning::tail_plan finds one.
 bool tail_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_TAIL"); }
 
-/// PIXELKIT_CUDA_FILTER_LEAN=off: the streaming tensor-core kernel's fp16
-/// instances of two k-steps down (sides 11..17, and 5..9 whose factors are no
-/// whole numbers; 1 and 3 channels) keep two prefetch sets (the
+/// PIXELKIT_CUDA_FILTER_LEAN=off: the streaming tensor-core kernel's integer
+/// and two-k-step fp16 instances (sides 5..17; 1 and 3 channels) keep two
+/// prefetch sets (the
 /// benchmark and tests compare both); unset or anything else: they take the
 /// lean instance (one set, 4 blocks a SM or more) where its segments are long
 /// (mma_stream_tuning::kLeanMinSegSteps).

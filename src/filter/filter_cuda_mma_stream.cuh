@@ -298,10 +298,12 @@ constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false, bool le
   return lean ? 4 : channels * ks1 <= 6 || (f16 && channels * ks1 <= 9) ? 3 : 2;
 }
 /// Lean instances (LEAN): the F16 instances of two k-steps down (sides
-/// 11..17, and 5..9 whose factors are no whole numbers) on 1 and 3 channels
-/// with one prefetch set fit 128 registers with no spill (160 and 147 with
-/// two sets at RGB), so 4 blocks a SM (16 warps) where the others hold 3
-/// (one channel: 80 registers, 6 blocks, against 105-110 and 4). The kernel is bound by its issue latency (ncu,
+/// 11..17, and 5..9 whose factors are no whole numbers) and the INT ones
+/// (OpenCV's fixed gaussian:5, 7 and 9, binomials) on 1 and 3 channels with
+/// one prefetch set fit 128 registers (F16 with no spill, against 160 and
+/// 147 with two sets at RGB; INT with 24 bytes of spill, against 148), so 4
+/// blocks a SM (16 warps) where the others hold 3 (one channel F16: 80
+/// registers, 6 blocks, against 105-110 and 4). The kernel is bound by its issue latency (ncu,
 /// H200, 8K RGB gaussian:11: issue slots 33% busy at 11.3 warps a SM,
 /// waits on fixed-latency and shared-memory results 34% of the warps'
 /// cycles), so the fourth block pays where the segments are long; where they
@@ -311,12 +313,17 @@ constexpr int min_blocks_per_sm(int channels, int ks1, bool f16 = false, bool le
 /// gaussian:17 0.0905 / 0.0858 (one-wave segments of 68 steps); 4K 0.0257 /
 /// 0.0252 (17 steps); 1080p 0.0105 / 0.0109, gaussian:17 0.0112 / 0.0116 (5
 /// steps); 720p gaussian:17 0.0084 / 0.0087. 4 blocks with two sets (128
-/// registers, 8-16 bytes of spill) were slower at 8K (0.0912). So the host
+/// registers, 8-16 bytes of spill) were slower at 8K (0.0912). INT (run 47,
+/// lean / not): 8K RGB gaussian:7 and 9 0.0860 / 0.0924, one channel 0.0405 /
+/// 0.0498; 4K RGB 0.0261 / 0.0268, one channel 0.0140 / 0.0152; 1080p equal
+/// (not taken). So the host
 /// takes the lean instance where its one-wave segments would be at least
 /// kLeanMinSegSteps steps long (or the band walk is forced); four channels
-/// (window of 32 registers) have none.
+/// (window of 32 registers) and three k-steps down have none.
 constexpr int kLeanMinSegSteps = 8;
-constexpr bool has_lean(int channels, int ks1, bool f16) { return f16 && ks1 == 2 && channels <= 3; }
+constexpr bool has_lean(int channels, int ks1, bool f16, bool integer = false) {
+  return (f16 || integer) && ks1 == 2 && channels <= 3;
+}
 /// Whether to take the lean instance: `steps` 16-row steps of the rows,
 /// `n_int` interior and `n_edge` edge strips whose one-wave segments are
 /// `factor` times shorter, `lean_resident` lean blocks at once, and whether
@@ -636,7 +643,7 @@ template <int C, int KS1, int KS2, bool HALF, bool LO = true, bool INT = false, 
 __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning::min_blocks_per_sm(C, KS1, F16, LEAN))
     separable_mma_stream_kernel(const __grid_constant__ MmaStreamParams p) {
 #if PIXELKIT_MMA_ENABLED
-  static_assert(!LEAN || mma_stream_tuning::has_lean(C, KS1, F16), "LEAN: F16, two k-steps down, 1 or 3 channels");
+  static_assert(!LEAN || mma_stream_tuning::has_lean(C, KS1, F16, INT), "LEAN: F16 or INT, two k-steps down, 1 or 3 channels");
   static_assert(!INT || (KS1 == 2 && KS2 == 2 && !HALF && !LO), "INT: one k32 step each way");
   static_assert(!F16 || (!LO && !INT), "F16: hi products alone");
   using G = MmaStreamGeom<C, KS1, KS2, INT>;
@@ -1168,7 +1175,11 @@ MmaKernelInfo mma_stream_pick(const MmaStreamCoeffs& k, bool lean) {
   const int ks1 = mma_ksteps(k.ny, 0), ks2 = mma_ksteps(k.nx, k.ral - k.rx);
   const bool half = mma_stream_half(k.ny, 0) && mma_stream_half(k.nx, k.ral - k.rx);
   const bool lo = k.lo, integer = k.integer, f16 = k.f16;
-  if (integer) return mma_stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
+  if (integer) {
+    if constexpr (mma_stream_tuning::has_lean(C, 2, false, true))
+      if (lean) return mma_stream_info<C, 2, 2, false, false, true, false, true>();
+    return mma_stream_info<C, 2, 2, false, false, true>();  // make_mma_stream_integer: ks1 = ks2 = 2
+  }
   // fp16 products alone (make_mma_stream_half: both passes on the same k-steps).
   if (f16 && ks1 == 2) {
     if constexpr (mma_stream_tuning::has_lean(C, 2, true))
