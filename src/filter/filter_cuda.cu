@@ -209,10 +209,9 @@ bool tail_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_TAIL"); }
 
 /// PIXELKIT_CUDA_FILTER_LEAN=off: the streaming tensor-core kernel's integer
 /// and two-k-step fp16 instances (sides 5..17; 1 and 3 channels) keep two
-/// prefetch sets (the
-/// benchmark and tests compare both); unset or anything else: they take the
-/// lean instance (one set, 4 blocks a SM or more) where its segments are long
-/// (mma_stream_tuning::kLeanMinSegSteps).
+/// prefetch sets (the benchmark and tests compare both); unset or anything
+/// else: they take the lean instance (one set, 4 blocks a SM or more) where
+/// its segments are long (mma_stream_tuning::kLeanMinSegSteps).
 bool lean_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_LEAN"); }
 
 // ---- kernel tables -------------------------------------------------------------
