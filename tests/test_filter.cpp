@@ -1406,6 +1406,42 @@ TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
   }
 }
 
+// 64-row tiles of 3 channels, forced on images whose tiles are partial on
+// both axes (and on one smaller than the kernel): the fp16 instances pack the
+// three planes of a warp's column half in registers and stage them
+// interleaved (mma_dense_tuning::packs_planes), the hi + lo ones store each
+// plane's bytes; every border, 5x5 to 9x9 and non-square kernels. Then a
+// 2600x600 image, several tiles a block.
+TEST(FilterCuda, TensorCoreDenseSixtyFourRowTilesPackThePlanes) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool tc = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_MMA", "dense");
+  ScopedEnv rows_env("PIXELKIT_CUDA_FILTER_DENSE_ROWS", "64");
+  std::vector<Kernel> kernels;
+  std::uint32_t kseed = 8900;
+  for (int n : {5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
+  kernels.push_back(random_kernel(5, 9, ++kseed));
+  kernels.push_back(random_kernel(9, 7, ++kseed));
+  const std::vector<SweepSize> sizes = {{5, 3, 3}, {97, 70, 3}, {130, 129, 3}, {200, 65, 3}};
+  const Image big = random_image(2600, 600, 3, PixelType::u8, 8960);
+  for (const char* half : {"", "off"}) {
+    ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);
+    const bool f16 = *half == '\0';
+    const auto [differing, total] =
+        sweep_device_against_ref(sizes, kernels, 8950, tc, f16 ? " in fp16" : "dense tensor cores", {"random"});
+    // fp16 coefficients: within 1 grey level, off by one more often
+    // (TensorCoreKernelsInHalfPrecision); hi + lo: at most 0.1%.
+    EXPECT_LE(differing, total / (f16 ? 5 : 1000)) << half << ": " << differing << " of " << total << " off by one";
+    for (const Border& b : {Border{BorderMode::reflect101, 0}, Border{BorderMode::constant, 9}}) {
+      std::string path;
+      const Image got = run_device(big.cview(), kernels[2], b, &path);
+      if (tc) EXPECT_NE(path.find("dense tensor cores 9x9"), std::string::npos) << path;
+      EXPECT_EQ(path.find("-row tiles"), std::string::npos) << path;
+      EXPECT_TRUE(agrees(got, run(Backend::cpu, big, kernels[2], b))) << half << " " << to_string(b) << " " << path;
+    }
+  }
+}
+
 TEST(FilterCuda, TensorCoreDenseBlocksWalkSeveralTiles) {
   PIXELKIT_REQUIRE_GPU();
   // More tiles (41 x 10) than an H100 holds blocks at once (3 per SM): each

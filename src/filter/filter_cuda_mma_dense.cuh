@@ -18,8 +18,8 @@
 // - planar (Q = 1): one fp16 plane per channel; used otherwise (rx <= 4).
 // A warp computes 16 rows x 32 columns (4 n-tiles); a kernel row costs 4
 // ldmatrix.x4 and 4 (8 with lo) m16n8k16 mma per 512 outputs, or, from 5
-// rows up, where shared-memory bandwidth binds, 3 x4 (one n-tile multiplied
-// from its neighbours' halves; mma_dense_tuning::load_scheme).
+// rows up, where shared-memory bandwidth binds, 2 x4 and an x2 (two n-tiles
+// multiplied from their neighbours' halves; mma_dense_tuning::load_scheme).
 //
 // Accuracy: u8 values are exact in fp16; each coefficient is split into fp16
 // hi + lo (22 significant bits, less where lo is subnormal: the host checks
@@ -58,17 +58,40 @@ constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kMarginPx = 16;  ///< raw rows hold pixels [px0 - 16, px0 + 80): 16-byte aligned for any C
 constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 columns
-/// How a kernel row's A operands are loaded (per warp unit of 4 n-tiles):
-/// 0: one ldmatrix.x4 per n-tile (4 x4, no register copies);
+/// How a kernel row's A operands are loaded (per warp unit of 4 n-tiles,
+/// input columns 0..39 of the unit):
+/// 0: one ldmatrix.x4 per n-tile (4 x4, 16 wavefronts, no register copies);
 /// 1: x4 for n-tiles 0, 2 and 3; n-tile 1 takes the halves of 0 and 2 in
-///    two m16n8k8 products (25% less shared-memory traffic, 5 mma for 4).
-/// Measured (H100, 8K RGB, ms): at KH = 9 scheme 0 -> 1 0.222 -> 0.208-0.215
-/// (session 4); at KH = 5 0.1475 -> 0.1302 and at KH = 7, against the
-/// scheme it had (each 8x8 block loaded once, x4 x4 x2, with twice the mma
-/// instructions; removed), 0.1682 -> 0.1570 (notes, run 39: ncu put dense
-/// 5x5 at 73% of L1/shared-memory throughput and 26% of the tensor pipe). 3x3
-/// and 1-row kernels keep scheme 0 (not measured with 1).
-constexpr int load_scheme(int kh) { return kh >= 5 ? 1 : 0; }
+///    two m16n8k8 products (12 wavefronts, 5 mma for 4);
+/// 2: x4 for n-tiles 0 and 2 and an x2 of columns 32..39; n-tiles 1 and 3
+///    take the halves of their neighbours in two m16n8k8 products each
+///    (10 wavefronts, 6 mma for 4: the tensor pipe's work is the same).
+/// Measured: at KH = 9 scheme 0 -> 1 (x4 for n-tiles 0, 2 and 3, n-tile 1
+/// from halves: 12 wavefronts, 5 mma) 0.222 -> 0.208-0.215 ms (H100, 8K RGB,
+/// session 4); at KH = 5 0.1475 -> 0.1302 and at KH = 7, against a scheme
+/// of each 8x8 block loaded once (x4 x4 x2, 8 m16n8k8), 0.1682 -> 0.1570
+/// (H100, notes, run 39); scheme 1 -> 2 (H200, 8K RGB, fp16 coefficients,
+/// two calls: notes, run 48) dense 5x5 0.1222 -> 0.1149, 7x7 0.1420 ->
+/// 0.1310, 9x9 0.1632 -> 0.1489; 4K 9x9 0.0470 -> 0.0430; 1080p 2-3%. ncu
+/// put dense 9x9 at 87% of the L1 data pipe, 80% of its wavefronts the
+/// ldmatrix. The element-domain tile (1 channel; 3 and 4 channels with
+/// one-column kernels) keeps scheme 1: with 2, ptxas spilled 4-68 bytes in
+/// its 3-channel instances at the 80-register bound (not measured). 3x3 and
+/// 1-row kernels keep scheme 0 (not measured with 1 or 2).
+constexpr int load_scheme(int kh, bool planar) { return kh < 5 ? 0 : planar ? 2 : 1; }
+/// Whether a warp packs the u8 results of the three planes of its column
+/// half in registers and stages them interleaved, 3 two-byte stores a pixel
+/// pair and row, instead of storing each plane's bytes as it ends (6 byte
+/// stores): 3 channels, planar, 64-row tiles, where a warp's units are the
+/// three planes of one column half (row block w % 4, groups w / 4 + 2 i).
+/// Notes, run 48 (H200, 8K RGB, scheme 2 before): dense 5x5 0.1149 ->
+/// 0.1107 ms, 7x7 0.1310 -> 0.1279, 9x9 0.1489 -> 0.1428 (2.97x the copy
+/// kernel's time); ncu, 9x9: shared-memory store wavefronts 8.0 M -> 5.4 M,
+/// the L1 data pipe 87% -> 83%. The short tiles' units do not line up that
+/// way (mbs row blocks, groups by rounds), and 4 channels run another
+/// register budget: neither measured. Nor the hi + lo instances (LO), where
+/// the packed bytes cost ptxas 140 bytes of spill at 9x9 (8 at fp16).
+constexpr bool packs_planes(int c, bool planar, bool rt, bool lo) { return c == 3 && planar && !rt && !lo; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
 constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
@@ -243,7 +266,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   using namespace mma_dense_tuning;
   constexpr int S = G::kS;
   constexpr int Q = P ? 1 : C;
-  constexpr int kLoads = mma_dense_tuning::load_scheme(KH);
+  constexpr int kLoads = mma_dense_tuning::load_scheme(KH, P);
   extern __shared__ float4 smem4[];
   __half* const tile = reinterpret_cast<__half*>(smem4);
   std::uint8_t* const raw_base = reinterpret_cast<std::uint8_t*>(smem4) + G::kTileBytes;
@@ -280,7 +303,7 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
   // row (warp 0 writes them, the first tile's barrier publishes them), and
   // the products read them back row by row.
   constexpr bool kLoSmem = LO && lo_b_in_smem(KH);
-  static_assert(!kLoSmem || kLoads == 1, "only load scheme 1 reads the lo fragments back");
+  static_assert(!kLoSmem || kLoads >= 1, "only load schemes 1 and 2 read the lo fragments back");
   std::uint8_t* const lo_b = raw_base + 2 * G::kRawBytes;
   [[maybe_unused]] const unsigned lo_b_s = smem_addr(lo_b) + 8 * lane;
   if constexpr (kLoSmem) {
@@ -462,8 +485,11 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
     // (a whole unit of 16 rows x 32 columns, with the load scheme's sharing
     // between n-tiles), or NT = 1, n-tile j0 alone (one ldmatrix.x4 per
     // kernel row, as scheme 0), for the quarters of the remainder below.
-    auto unit = [&](auto nt, int mb, int grp, int j0) {
+    // Pack (std::true_type): the results go to pk, packed (packs_planes), not
+    // to the staging rows.
+    auto unit = [&](auto nt, int mb, int grp, int j0, auto pack, unsigned (&pk)[4]) {
       constexpr int NT = decltype(nt)::value;
+      constexpr bool kPack = decltype(pack)::value;
       const __half* const plane = P ? tile + (grp >> 1) * G::kPlane : tile;
       const int col0 = P ? 32 * (grp & 1) : 32 * grp;
       const __half* const base = plane + (16 * mb + (lane & 15)) * S + col0 + 8 * (lane >> 4);
@@ -487,16 +513,40 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       } else {
 #pragma unroll
         for (int ky = 0; ky < KH; ++ky) {
-          if constexpr (kLoads == 1) {
-            // n-tiles 0, 2, 3 by their own x4 (each lands in the register quad
+          if constexpr (kLoads == 2) {
+            // n-tiles 0 and 2 by their own x4 (each lands in the register quad
             // the mma reads); n-tile 1 is the right half of 0 and the left
-            // half of 2: two m16n8k8 products on those register pairs (an
+            // half of 2, n-tile 3 the right half of 2 and an x2 of columns
+            // 32..39: two m16n8k8 products each, on those register pairs (an
             // m16n8k16 operand would have to be copied into a new quad).
+            unsigned a0[4], a2[4], a4[2];
+            ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
+            ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
+            ldsm_x2(a4[0], a4[1], base + ky * S + 32);  // lanes 0..15's addresses: rows 0..15, column 32
+            [[maybe_unused]] unsigned l0 = bl[ky][0], l1 = bl[ky][1];  // (unused without LO)
+            if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
+            mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
+            mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
+            mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
+            mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
+            mma_1688(acc[3], a2[2], a2[3], bh[ky][0]);
+            mma_1688(acc[3], a4[0], a4[1], bh[ky][1]);
+            if constexpr (LO) {
+              mma_16816(acc[0], a0, l0, l1);
+              mma_1688(acc[1], a0[2], a0[3], l0);
+              mma_1688(acc[1], a2[0], a2[1], l1);
+              mma_16816(acc[2], a2, l0, l1);
+              mma_1688(acc[3], a2[2], a2[3], l0);
+              mma_1688(acc[3], a4[0], a4[1], l1);
+            }
+          } else if constexpr (kLoads == 1) {
+            // n-tiles 0, 2, 3 by their own x4; n-tile 1 is the right half of 0
+            // and the left half of 2: two m16n8k8 products on those register
+            // pairs.
             unsigned a0[4], a2[4], a3[4];
             ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
             ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
             ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
-            // This row's lo B fragments: registers, or shared memory (kLoSmem).
             [[maybe_unused]] unsigned l0 = bl[ky][0], l1 = bl[ky][1];  // (unused without LO)
             if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
             mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
@@ -526,25 +576,38 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
         }
       }
       // acc[j][0..1]: row g, columns 2t, 2t+1 of n-tile j0 + j; [2..3]: row g + 8.
+      if constexpr (kPack) {
+        // pk[j]: the bytes of row g, columns 2t, 2t + 1, then row g + 8's.
+        static_assert(NT == 4, "whole units");
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int row = 16 * mb + g + 8 * h;
-          const unsigned v0 = float_to_u8(acc[j][2 * h]);
-          const unsigned v1 = float_to_u8(acc[j][2 * h + 1]);
-          const int col = col0 + 8 * (j0 + j) + 2 * t;
-          if constexpr (!P) {
-            *reinterpret_cast<unsigned short*>(out_s + row * G::kOutStride + col) =
-                static_cast<unsigned short>(__byte_perm(v0, v1, 0x0040u));
-          } else {
-            std::uint8_t* o = out_s + row * G::kOutStride + col * C + (grp >> 1);
-            o[0] = static_cast<std::uint8_t>(v0);
-            o[C] = static_cast<std::uint8_t>(v1);
-          }
+        for (int j = 0; j < 4; ++j) {
+          const unsigned p0 = __byte_perm(float_to_u8(acc[j][0]), float_to_u8(acc[j][1]), 0x0040u);
+          const unsigned p1 = __byte_perm(float_to_u8(acc[j][2]), float_to_u8(acc[j][3]), 0x0040u);
+          pk[j] = __byte_perm(p0, p1, 0x5410u);
         }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int row = 16 * mb + g + 8 * h;
+            const unsigned v0 = float_to_u8(acc[j][2 * h]);
+            const unsigned v1 = float_to_u8(acc[j][2 * h + 1]);
+            const int col = col0 + 8 * (j0 + j) + 2 * t;
+            if constexpr (!P) {
+              *reinterpret_cast<unsigned short*>(out_s + row * G::kOutStride + col) =
+                  static_cast<unsigned short>(__byte_perm(v0, v1, 0x0040u));
+            } else {
+              std::uint8_t* o = out_s + row * G::kOutStride + col * C + (grp >> 1);
+              o[0] = static_cast<std::uint8_t>(v0);
+              o[C] = static_cast<std::uint8_t>(v1);
+            }
+          }
+      }
     };
     using Whole = std::integral_constant<int, 4>;
+    using Store = std::false_type;
+    [[maybe_unused]] unsigned pk_none[4];  // (Store: unused)
     // Warp units of 16 rows x 32 columns: a tile has mbs row blocks of 16 and
     // G::kGroups column groups.
     const int mbs = th >> 4;
@@ -561,13 +624,13 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
 #pragma unroll 1
       for (int i = 0; i < rounds; ++i) {
         const int u = warp + kWarps * i;
-        unit(Whole{}, u % mbs, u / mbs, 0);
+        unit(Whole{}, u % mbs, u / mbs, 0, Store{}, pk_none);
       }
       const int quarters = 4 * (units - kWarps * rounds);
 #pragma unroll 1
       for (int q = warp; q < quarters; q += kWarps) {
         const int u = kWarps * rounds + (q >> 2);
-        unit(std::integral_constant<int, 1>{}, u % mbs, u / mbs, q & 3);
+        unit(std::integral_constant<int, 1>{}, u % mbs, u / mbs, q & 3, Store{}, pk_none);
       }
     } else {
       // Warp w keeps row block mb = w % mbs and takes every grp_step-th group
@@ -581,8 +644,47 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       // (A constant trip count where th is kTileRows: a loop on grp < kGroups
       // cost the 1-channel 7x7 instance 60 bytes of spills.)
       const int n_units = RT ? (G::kGroups - grp0 + grp_step - 1) / grp_step : G::kGroups / 2;
+      if constexpr (mma_dense_tuning::packs_planes(C, P, RT, LO)) {
+        // The three planes of one column half (mbs = 4: grp_step 2, groups
+        // grp0, grp0 + 2, grp0 + 4), packed in registers, then staged
+        // interleaved (mma_dense_tuning::packs_planes).
+        static_assert(kTileRows == 64 && kWarps == 8 && G::kGroups == 6, "a warp's units: the planes of one half");
+        unsigned pr[4], pg[4], pb[4];
+        unit(Whole{}, mb, grp0, 0, std::true_type{}, pr);
+        unit(Whole{}, mb, grp0 + 2, 0, std::true_type{}, pg);
+        unit(Whole{}, mb, grp0 + 4, 0, std::true_type{}, pb);
+        // A pixel pair's 6 bytes R0 G0 B0 R1 G1 B1 start at 6t: 4-byte
+        // aligned for even t, so even lanes store R0 G0 B0 R1 as a word and
+        // G1 B1 as a half, odd lanes R0 G0 as a half and B0 R1 G1 B1 as a
+        // word at 6t + 2. Two stores a pixel pair and row, each free of bank
+        // conflicts at kOutStride 208 (three two-byte ones had two-way
+        // conflicts on two of them).
+        static_assert(G::kOutStride == 208, "the two stores' lanes fall in different banks");
+        const unsigned odd = t & 1;
+        const int col0 = 32 * grp0;
+        std::uint8_t* const o_row = out_s + (16 * mb + g) * G::kOutStride + (col0 + 2 * t) * 3;
+        std::uint8_t* const o32 = o_row + 2 * odd;
+        std::uint8_t* const o16 = o_row + 4 - 4 * odd;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // x = R0 G0 R1 G1 (bytes 0..3), pb's B0 and B1 are bytes 4 + 2h, 5 + 2h.
+          const unsigned xs = (2 * h) | (4 + 2 * h) << 4 | (2 * h + 1) << 8 | (5 + 2 * h) << 12;
+          const unsigned s32 = odd ? (4 + 2 * h) | 2u << 4 | 3u << 8 | (5 + 2 * h) << 12  // B0 R1 G1 B1
+                                   : 0u | 1u << 4 | (4 + 2 * h) << 8 | 2u << 12;          // R0 G0 B0 R1
+          const unsigned s16 = odd ? 0u | 1u << 4                                        // R0 G0
+                                   : 3u | (5 + 2 * h) << 4;                              // G1 B1
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const unsigned x = __byte_perm(pr[j], pg[j], xs);
+            const int off = 8 * h * G::kOutStride + 24 * j;
+            *reinterpret_cast<unsigned*>(o32 + off) = __byte_perm(x, pb[j], s32);
+            *reinterpret_cast<unsigned short*>(o16 + off) = static_cast<unsigned short>(__byte_perm(x, pb[j], s16));
+          }
+        }
+      } else {
 #pragma unroll 1
-      for (int uu = 0; uu < n_units; ++uu) unit(Whole{}, mb, grp0 + grp_step * uu, 0);
+        for (int uu = 0; uu < n_units; ++uu) unit(Whole{}, mb, grp0 + grp_step * uu, 0, Store{}, pk_none);
+      }
     }
     __syncthreads();
 
