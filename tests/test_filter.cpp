@@ -1406,12 +1406,12 @@ TEST(FilterCuda, TensorCoreDenseShortTilesAgreeWithRef) {
   }
 }
 
-// 64-row tiles of 3 channels, forced on images whose tiles are partial on
-// both axes (and on one smaller than the kernel): the fp16 instances pack the
-// three planes of a warp's column half in registers and stage them
-// interleaved (mma_dense_tuning::packs_planes), the hi + lo ones store each
-// plane's bytes; every border, 5x5 to 9x9 and non-square kernels. Then a
-// 2600x600 image, several tiles a block.
+// 64-row tiles of 3 and 4 channels, forced on images whose tiles are partial
+// on both axes (and on one smaller than the kernel): the fp16 instances pack
+// the planes of a warp's column half in registers and stage them interleaved
+// (mma_dense_tuning::packs_planes), the hi + lo ones store each plane's
+// bytes; every border, 5x5 to 9x9 and non-square kernels. Then a 2600x600
+// RGB image, several tiles a block.
 TEST(FilterCuda, TensorCoreDenseSixtyFourRowTilesPackThePlanes) {
   PIXELKIT_REQUIRE_GPU();
   const bool tc = device_has_tensor_core_path();
@@ -1422,7 +1422,7 @@ TEST(FilterCuda, TensorCoreDenseSixtyFourRowTilesPackThePlanes) {
   for (int n : {5, 7, 9}) kernels.push_back(random_kernel(n, n, ++kseed));
   kernels.push_back(random_kernel(5, 9, ++kseed));
   kernels.push_back(random_kernel(9, 7, ++kseed));
-  const std::vector<SweepSize> sizes = {{5, 3, 3}, {97, 70, 3}, {130, 129, 3}, {200, 65, 3}};
+  const std::vector<SweepSize> sizes = {{5, 3, 3}, {97, 70, 3}, {130, 129, 3}, {200, 65, 3}, {97, 70, 4}, {130, 65, 4}};
   const Image big = random_image(2600, 600, 3, PixelType::u8, 8960);
   for (const char* half : {"", "off"}) {
     ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", half);

@@ -79,19 +79,20 @@ constexpr int kMaxSide = 9;    ///< one k-step: horizontal reach at most 4 colum
 /// its 3-channel instances at the 80-register bound (not measured). 3x3 and
 /// 1-row kernels keep scheme 0 (not measured with 1 or 2).
 constexpr int load_scheme(int kh, bool planar) { return kh < 5 ? 0 : planar ? 2 : 1; }
-/// Whether a warp packs the u8 results of the three planes of its column
-/// half in registers and stages them interleaved, 3 two-byte stores a pixel
-/// pair and row, instead of storing each plane's bytes as it ends (6 byte
-/// stores): 3 channels, planar, 64-row tiles, where a warp's units are the
-/// three planes of one column half (row block w % 4, groups w / 4 + 2 i).
+/// Whether a warp packs the u8 results of the planes of its column half in
+/// registers and stages them interleaved instead of storing each plane's
+/// bytes as it ends (two byte stores a pixel pair and row a plane): planar,
+/// 64-row tiles, where a warp's units are the C planes of one column half
+/// (row block w % 4, groups w / 4 + 2 i). 3 channels: a pixel pair's 6 bytes
+/// as a word and a half; 4 channels: its 8 bytes in one store.
 /// Notes, run 48 (H200, 8K RGB, scheme 2 before): dense 5x5 0.1149 ->
-/// 0.1107 ms, 7x7 0.1310 -> 0.1279, 9x9 0.1489 -> 0.1428 (2.97x the copy
-/// kernel's time); ncu, 9x9: shared-memory store wavefronts 8.0 M -> 5.4 M,
-/// the L1 data pipe 87% -> 83%. The short tiles' units do not line up that
-/// way (mbs row blocks, groups by rounds), and 4 channels run another
-/// register budget: neither measured. Nor the hi + lo instances (LO), where
-/// the packed bytes cost ptxas 140 bytes of spill at 9x9 (8 at fp16).
-constexpr bool packs_planes(int c, bool planar, bool rt, bool lo) { return c == 3 && planar && !rt && !lo; }
+/// 0.1064 ms, 7x7 0.1310 -> 0.1221, 9x9 0.1489 -> 0.1385 (three two-byte
+/// stores first: 0.1107, 0.1279, 0.1428); ncu, 9x9: shared-memory store
+/// wavefronts 8.0 M -> 5.4 M with the two-byte stores, the L1 data pipe 87%
+/// -> 83%. The short tiles' units do not line up that way (mbs row blocks,
+/// groups by rounds). Not the hi + lo instances (LO), where the packed bytes
+/// cost ptxas 140 bytes of spill at 9x9 RGB (8 at fp16).
+constexpr bool packs_planes(int c, bool planar, bool rt, bool lo) { return c >= 3 && planar && !rt && !lo; }
 /// Three blocks per SM where three fit in shared memory (up to 3 channels,
 /// <= 73 KB each); two at 4 channels.
 constexpr int min_blocks_per_sm(int channels) { return channels <= 3 ? 3 : 2; }
@@ -513,54 +514,36 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       } else {
 #pragma unroll
         for (int ky = 0; ky < KH; ++ky) {
-          if constexpr (kLoads == 2) {
+          if constexpr (kLoads >= 1) {
             // n-tiles 0 and 2 by their own x4 (each lands in the register quad
             // the mma reads); n-tile 1 is the right half of 0 and the left
-            // half of 2, n-tile 3 the right half of 2 and an x2 of columns
-            // 32..39: two m16n8k8 products each, on those register pairs (an
+            // half of 2: two m16n8k8 products on those register pairs (an
             // m16n8k16 operand would have to be copied into a new quad).
-            unsigned a0[4], a2[4], a4[2];
-            ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
-            ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
-            ldsm_x2(a4[0], a4[1], base + ky * S + 32);  // lanes 0..15's addresses: rows 0..15, column 32
-            [[maybe_unused]] unsigned l0 = bl[ky][0], l1 = bl[ky][1];  // (unused without LO)
-            if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
-            mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
-            mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
-            mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
-            mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
-            mma_1688(acc[3], a2[2], a2[3], bh[ky][0]);
-            mma_1688(acc[3], a4[0], a4[1], bh[ky][1]);
-            if constexpr (LO) {
-              mma_16816(acc[0], a0, l0, l1);
-              mma_1688(acc[1], a0[2], a0[3], l0);
-              mma_1688(acc[1], a2[0], a2[1], l1);
-              mma_16816(acc[2], a2, l0, l1);
-              mma_1688(acc[3], a2[2], a2[3], l0);
-              mma_1688(acc[3], a4[0], a4[1], l1);
-            }
-          } else if constexpr (kLoads == 1) {
-            // n-tiles 0, 2, 3 by their own x4; n-tile 1 is the right half of 0
-            // and the left half of 2: two m16n8k8 products on those register
-            // pairs.
+            // n-tile 3: scheme 1 its own x4 (columns 24..39), scheme 2 the
+            // right half of 2 and an x2 of columns 32..39 (lanes 0..15's
+            // addresses: rows 0..15), two m16n8k8 again.
             unsigned a0[4], a2[4], a3[4];
             ldsm_x4(a0[0], a0[1], a0[2], a0[3], base + ky * S);
             ldsm_x4(a2[0], a2[1], a2[2], a2[3], base + ky * S + 16);
-            ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
+            if constexpr (kLoads == 2) ldsm_x2(a3[0], a3[1], base + ky * S + 32);
+            else ldsm_x4(a3[0], a3[1], a3[2], a3[3], base + ky * S + 24);
+            // This row's lo B fragments: registers, or shared memory (kLoSmem).
             [[maybe_unused]] unsigned l0 = bl[ky][0], l1 = bl[ky][1];  // (unused without LO)
             if constexpr (kLoSmem) lds_v2(l0, l1, lo_b_s + 256 * ky);
-            mma_16816(acc[0], a0, bh[ky][0], bh[ky][1]);
-            mma_1688(acc[1], a0[2], a0[3], bh[ky][0]);
-            mma_1688(acc[1], a2[0], a2[1], bh[ky][1]);
-            mma_16816(acc[2], a2, bh[ky][0], bh[ky][1]);
-            mma_16816(acc[3], a3, bh[ky][0], bh[ky][1]);
-            if constexpr (LO) {
-              mma_16816(acc[0], a0, l0, l1);
-              mma_1688(acc[1], a0[2], a0[3], l0);
-              mma_1688(acc[1], a2[0], a2[1], l1);
-              mma_16816(acc[2], a2, l0, l1);
-              mma_16816(acc[3], a3, l0, l1);
-            }
+            auto products = [&](unsigned b0, unsigned b1) {
+              mma_16816(acc[0], a0, b0, b1);
+              mma_1688(acc[1], a0[2], a0[3], b0);
+              mma_1688(acc[1], a2[0], a2[1], b1);
+              mma_16816(acc[2], a2, b0, b1);
+              if constexpr (kLoads == 2) {
+                mma_1688(acc[3], a2[2], a2[3], b0);
+                mma_1688(acc[3], a3[0], a3[1], b1);
+              } else {
+                mma_16816(acc[3], a3, b0, b1);
+              }
+            };
+            products(bh[ky][0], bh[ky][1]);
+            if constexpr (LO) products(l0, l1);
           } else {
             // One ldmatrix.x4 per n-tile: its A operand (16 rows x 16 columns
             // from column 8j) lands in the register quad the mma reads, with
@@ -645,40 +628,58 @@ __global__ void __launch_bounds__(mma_dense_tuning::kThreads, mma_dense_tuning::
       // cost the 1-channel 7x7 instance 60 bytes of spills.)
       const int n_units = RT ? (G::kGroups - grp0 + grp_step - 1) / grp_step : G::kGroups / 2;
       if constexpr (mma_dense_tuning::packs_planes(C, P, RT, LO)) {
-        // The three planes of one column half (mbs = 4: grp_step 2, groups
-        // grp0, grp0 + 2, grp0 + 4), packed in registers, then staged
+        // The C planes of one column half (mbs = 4: grp_step 2, groups
+        // grp0, grp0 + 2, ...), packed in registers, then staged
         // interleaved (mma_dense_tuning::packs_planes).
-        static_assert(kTileRows == 64 && kWarps == 8 && G::kGroups == 6, "a warp's units: the planes of one half");
+        static_assert(kTileRows == 64 && kWarps == 8 && G::kGroups == 2 * C, "a warp's units: the planes of one half");
         unsigned pr[4], pg[4], pb[4];
         unit(Whole{}, mb, grp0, 0, std::true_type{}, pr);
         unit(Whole{}, mb, grp0 + 2, 0, std::true_type{}, pg);
         unit(Whole{}, mb, grp0 + 4, 0, std::true_type{}, pb);
-        // A pixel pair's 6 bytes R0 G0 B0 R1 G1 B1 start at 6t: 4-byte
-        // aligned for even t, so even lanes store R0 G0 B0 R1 as a word and
-        // G1 B1 as a half, odd lanes R0 G0 as a half and B0 R1 G1 B1 as a
-        // word at 6t + 2. Two stores a pixel pair and row, each free of bank
-        // conflicts at kOutStride 208 (three two-byte ones had two-way
-        // conflicts on two of them).
-        static_assert(G::kOutStride == 208, "the two stores' lanes fall in different banks");
-        const unsigned odd = t & 1;
         const int col0 = 32 * grp0;
-        std::uint8_t* const o_row = out_s + (16 * mb + g) * G::kOutStride + (col0 + 2 * t) * 3;
-        std::uint8_t* const o32 = o_row + 2 * odd;
-        std::uint8_t* const o16 = o_row + 4 - 4 * odd;
+        if constexpr (C == 4) {
+          // A pixel pair's 8 bytes R0 G0 B0 A0 R1 G1 B1 A1 at 8t: one 8-byte store.
+          unsigned pa[4];
+          unit(Whole{}, mb, grp0 + 6, 0, std::true_type{}, pa);
+          std::uint8_t* const o_row = out_s + (16 * mb + g) * G::kOutStride + (col0 + 2 * t) * 4;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          // x = R0 G0 R1 G1 (bytes 0..3), pb's B0 and B1 are bytes 4 + 2h, 5 + 2h.
-          const unsigned xs = (2 * h) | (4 + 2 * h) << 4 | (2 * h + 1) << 8 | (5 + 2 * h) << 12;
-          const unsigned s32 = odd ? (4 + 2 * h) | 2u << 4 | 3u << 8 | (5 + 2 * h) << 12  // B0 R1 G1 B1
-                                   : 0u | 1u << 4 | (4 + 2 * h) << 8 | 2u << 12;          // R0 G0 B0 R1
-          const unsigned s16 = odd ? 0u | 1u << 4                                        // R0 G0
-                                   : 3u | (5 + 2 * h) << 4;                              // G1 B1
+          for (int h = 0; h < 2; ++h) {
+            const unsigned xs = (2 * h) | (4 + 2 * h) << 4 | (2 * h + 1) << 8 | (5 + 2 * h) << 12;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const unsigned x = __byte_perm(pr[j], pg[j], xs);
-            const int off = 8 * h * G::kOutStride + 24 * j;
-            *reinterpret_cast<unsigned*>(o32 + off) = __byte_perm(x, pb[j], s32);
-            *reinterpret_cast<unsigned short*>(o16 + off) = static_cast<unsigned short>(__byte_perm(x, pb[j], s16));
+            for (int j = 0; j < 4; ++j) {
+              const unsigned rg = __byte_perm(pr[j], pg[j], xs);  // R0 G0 R1 G1
+              const unsigned ba = __byte_perm(pb[j], pa[j], xs);  // B0 A0 B1 A1
+              *reinterpret_cast<uint2*>(o_row + 8 * h * G::kOutStride + 32 * j) =
+                  make_uint2(__byte_perm(rg, ba, 0x5410u), __byte_perm(rg, ba, 0x7632u));
+            }
+          }
+        } else {
+          // A pixel pair's 6 bytes R0 G0 B0 R1 G1 B1 start at 6t: 4-byte
+          // aligned for even t, so even lanes store R0 G0 B0 R1 as a word and
+          // G1 B1 as a half, odd lanes R0 G0 as a half and B0 R1 G1 B1 as a
+          // word at 6t + 2. Two stores a pixel pair and row, each free of bank
+          // conflicts at kOutStride 208 (three two-byte ones had two-way
+          // conflicts on two of them).
+          static_assert(G::kOutStride == 208, "the two stores' lanes fall in different banks");
+          const unsigned odd = t & 1;
+          std::uint8_t* const o_row = out_s + (16 * mb + g) * G::kOutStride + (col0 + 2 * t) * 3;
+          std::uint8_t* const o32 = o_row + 2 * odd;
+          std::uint8_t* const o16 = o_row + 4 - 4 * odd;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            // x = R0 G0 R1 G1 (bytes 0..3), pb's B0 and B1 are bytes 4 + 2h, 5 + 2h.
+            const unsigned xs = (2 * h) | (4 + 2 * h) << 4 | (2 * h + 1) << 8 | (5 + 2 * h) << 12;
+            const unsigned s32 = odd ? (4 + 2 * h) | 2u << 4 | 3u << 8 | (5 + 2 * h) << 12  // B0 R1 G1 B1
+                                     : 0u | 1u << 4 | (4 + 2 * h) << 8 | 2u << 12;          // R0 G0 B0 R1
+            const unsigned s16 = odd ? 0u | 1u << 4                                        // R0 G0
+                                     : 3u | (5 + 2 * h) << 4;                              // G1 B1
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const unsigned x = __byte_perm(pr[j], pg[j], xs);
+              const int off = 8 * h * G::kOutStride + 24 * j;
+              *reinterpret_cast<unsigned*>(o32 + off) = __byte_perm(x, pb[j], s32);
+              *reinterpret_cast<unsigned short*>(o16 + off) = static_cast<unsigned short>(__byte_perm(x, pb[j], s16));
+            }
           }
         }
       } else {
