@@ -89,7 +89,8 @@ constexpr int load_scheme(int kh, bool planar) { return kh < 5 ? 0 : planar ? 2 
 /// 0.1064 ms, 7x7 0.1310 -> 0.1221, 9x9 0.1489 -> 0.1385 (three two-byte
 /// stores first: 0.1107, 0.1279, 0.1428); ncu, 9x9: shared-memory store
 /// wavefronts 8.0 M -> 5.4 M with the two-byte stores, the L1 data pipe 87%
-/// -> 83%. The short tiles' units do not line up that way (mbs row blocks,
+/// -> 83%. 8K RGBA 0.1650 -> 0.1501, 0.1880 -> 0.1744, 0.2111 -> 0.2084; 4K
+/// RGBA -9%, -7%, -1%. The short tiles' units do not line up that way (mbs row blocks,
 /// groups by rounds). Not the hi + lo instances (LO), where the packed bytes
 /// cost ptxas 140 bytes of spill at 9x9 RGB (8 at fp16).
 constexpr bool packs_planes(int c, bool planar, bool rt, bool lo) { return c >= 3 && planar && !rt && !lo; }
