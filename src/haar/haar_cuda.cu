@@ -734,98 +734,67 @@ class CudaHaarImpl final : public CudaHaar {
     }
   }
 
-  template <int F, int C, typename Tin>
-  void fwd_fused(const FwdParams& p, cudaStream_t stream) {
-    const int nx = p.lv[F - 1].w, ny = p.lv[F - 1].h;
-    const dim3 block = block_shape(tuning_.block_threads, nx);
-    haar_forward_fused<F, C, Tin><<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
-    PIXELKIT_CUDA_CHECK_LAUNCH("haar_forward_fused");
+  // The kernels' template arguments from run-time values: f(channels, pixel)
+  // with channels an integral_constant of 1, 3 or 4 and pixel a value of the
+  // pixel type (u8 or f32); fused(channels, f) calls f(levels) with levels an
+  // integral_constant of the levels fused (1, 2, and 3 for one channel only).
+  template <typename Fn>
+  static void with_channels_and_type(int C, PixelType type, Fn&& f) {
+    const auto with_channels = [&](auto pixel) {
+      if (C == 1) f(std::integral_constant<int, 1>{}, pixel);
+      else if (C == 3) f(std::integral_constant<int, 3>{}, pixel);
+      else f(std::integral_constant<int, 4>{}, pixel);
+    };
+    if (type == PixelType::u8) with_channels(std::uint8_t{});
+    else with_channels(float{});
   }
-
-  template <int C, typename Tin>
-  void fwd_fused_f(const FwdParams& p, int F, cudaStream_t stream) {
-    if constexpr (C == 1) {
-      if (F == 3) return fwd_fused<3, C, Tin>(p, stream);
+  template <typename Channels, typename Fn>
+  static void with_fused_levels(Channels, int F, Fn&& f) {
+    if constexpr (Channels::value == 1) {
+      if (F == 3) return f(std::integral_constant<int, 3>{});
     }
-    if (F == 2) return fwd_fused<2, C, Tin>(p, stream);
-    fwd_fused<1, C, Tin>(p, stream);
-  }
-
-  template <typename Tin>
-  void fwd_fused_c(const FwdParams& p, int F, int C, cudaStream_t stream) {
-    if (C == 1) fwd_fused_f<1, Tin>(p, F, stream);
-    else if (C == 3) fwd_fused_f<3, Tin>(p, F, stream);
-    else fwd_fused_f<4, Tin>(p, F, stream);
+    if (F == 2) return f(std::integral_constant<int, 2>{});
+    f(std::integral_constant<int, 1>{});
   }
 
   void launch_forward_fused(const FwdParams& p, int F, int C, PixelType in, cudaStream_t stream) {
-    if (in == PixelType::u8) fwd_fused_c<std::uint8_t>(p, F, C, stream);
-    else fwd_fused_c<float>(p, F, C, stream);
-  }
-
-  template <int C, typename Tin>
-  void fwd_tail(const TailParams& p, std::size_t shm, cudaStream_t stream) {
-    haar_forward_tail<C, Tin><<<1, tail_threads(), shm, stream>>>(p);
-    PIXELKIT_CUDA_CHECK_LAUNCH("haar_forward_tail");
+    with_channels_and_type(C, in, [&](auto channels, auto pixel) {
+      with_fused_levels(channels, F, [&](auto levels) {
+        constexpr int kF = decltype(levels)::value;
+        const int nx = p.lv[kF - 1].w, ny = p.lv[kF - 1].h;
+        const dim3 block = block_shape(tuning_.block_threads, nx);
+        haar_forward_fused<kF, decltype(channels)::value, decltype(pixel)>
+            <<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
+      });
+    });
+    PIXELKIT_CUDA_CHECK_LAUNCH("haar_forward_fused");
   }
 
   void launch_forward_tail(const TailParams& p, int C, PixelType in, std::size_t shm, cudaStream_t stream) {
-    if (in == PixelType::u8) {
-      if (C == 1) fwd_tail<1, std::uint8_t>(p, shm, stream);
-      else if (C == 3) fwd_tail<3, std::uint8_t>(p, shm, stream);
-      else fwd_tail<4, std::uint8_t>(p, shm, stream);
-    } else {
-      if (C == 1) fwd_tail<1, float>(p, shm, stream);
-      else if (C == 3) fwd_tail<3, float>(p, shm, stream);
-      else fwd_tail<4, float>(p, shm, stream);
-    }
-  }
-
-  template <int F, int C, typename Tout>
-  void inv_fused(const InvParams& p, cudaStream_t stream) {
-    const int nx = p.lv[F - 1].w, ny = p.lv[F - 1].h;
-    const dim3 block = block_shape(tuning_.block_threads, nx);
-    haar_inverse_fused<F, C, Tout><<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
-    PIXELKIT_CUDA_CHECK_LAUNCH("haar_inverse_fused");
-  }
-
-  template <int C, typename Tout>
-  void inv_fused_f(const InvParams& p, int F, cudaStream_t stream) {
-    if constexpr (C == 1) {
-      if (F == 3) return inv_fused<3, C, Tout>(p, stream);
-    }
-    if (F == 2) return inv_fused<2, C, Tout>(p, stream);
-    inv_fused<1, C, Tout>(p, stream);
-  }
-
-  template <typename Tout>
-  void inv_fused_c(const InvParams& p, int F, int C, cudaStream_t stream) {
-    if (C == 1) inv_fused_f<1, Tout>(p, F, stream);
-    else if (C == 3) inv_fused_f<3, Tout>(p, F, stream);
-    else inv_fused_f<4, Tout>(p, F, stream);
+    with_channels_and_type(C, in, [&](auto channels, auto pixel) {
+      haar_forward_tail<decltype(channels)::value, decltype(pixel)><<<1, tail_threads(), shm, stream>>>(p);
+    });
+    PIXELKIT_CUDA_CHECK_LAUNCH("haar_forward_tail");
   }
 
   void launch_inverse_fused(const InvParams& p, int F, int C, PixelType out, cudaStream_t stream) {
-    if (out == PixelType::u8) inv_fused_c<std::uint8_t>(p, F, C, stream);
-    else inv_fused_c<float>(p, F, C, stream);
-  }
-
-  template <int C, typename Tout>
-  void inv_tail(const TailParams& p, std::size_t shm, cudaStream_t stream) {
-    haar_inverse_tail<C, Tout><<<1, tail_threads(), shm, stream>>>(p);
-    PIXELKIT_CUDA_CHECK_LAUNCH("haar_inverse_tail");
+    with_channels_and_type(C, out, [&](auto channels, auto pixel) {
+      with_fused_levels(channels, F, [&](auto levels) {
+        constexpr int kF = decltype(levels)::value;
+        const int nx = p.lv[kF - 1].w, ny = p.lv[kF - 1].h;
+        const dim3 block = block_shape(tuning_.block_threads, nx);
+        haar_inverse_fused<kF, decltype(channels)::value, decltype(pixel)>
+            <<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
+      });
+    });
+    PIXELKIT_CUDA_CHECK_LAUNCH("haar_inverse_fused");
   }
 
   void launch_inverse_tail(const TailParams& p, int C, PixelType out, std::size_t shm, cudaStream_t stream) {
-    if (out == PixelType::u8) {
-      if (C == 1) inv_tail<1, std::uint8_t>(p, shm, stream);
-      else if (C == 3) inv_tail<3, std::uint8_t>(p, shm, stream);
-      else inv_tail<4, std::uint8_t>(p, shm, stream);
-    } else {
-      if (C == 1) inv_tail<1, float>(p, shm, stream);
-      else if (C == 3) inv_tail<3, float>(p, shm, stream);
-      else inv_tail<4, float>(p, shm, stream);
-    }
+    with_channels_and_type(C, out, [&](auto channels, auto pixel) {
+      haar_inverse_tail<decltype(channels)::value, decltype(pixel)><<<1, tail_threads(), shm, stream>>>(p);
+    });
+    PIXELKIT_CUDA_CHECK_LAUNCH("haar_inverse_tail");
   }
 
   // The tail is latency-bound: one block as wide as allowed.
