@@ -734,10 +734,11 @@ class CudaHaarImpl final : public CudaHaar {
     }
   }
 
-  // The kernels' template arguments from run-time values: f(channels, pixel)
-  // with channels an integral_constant of 1, 3 or 4 and pixel a value of the
-  // pixel type (u8 or f32); fused(channels, f) calls f(levels) with levels an
-  // integral_constant of the levels fused (1, 2, and 3 for one channel only).
+  // The kernels' template arguments from run-time values:
+  // with_channels_and_type calls f(channels, pixel), channels an
+  // integral_constant of 1, 3 or 4 and pixel a value of the pixel type (u8 or
+  // f32); with_fused_levels calls f(levels), levels an integral_constant of
+  // the levels one launch fuses (1 or 2, and 3 for one channel only).
   template <typename Fn>
   static void with_channels_and_type(int C, PixelType type, Fn&& f) {
     const auto with_channels = [&](auto pixel) {
