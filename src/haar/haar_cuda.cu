@@ -758,15 +758,22 @@ class CudaHaarImpl final : public CudaHaar {
     f(std::integral_constant<int, 1>{});
   }
 
-  void launch_forward_fused(const FwdParams& p, int F, int C, PixelType in, cudaStream_t stream) {
-    with_channels_and_type(C, in, [&](auto channels, auto pixel) {
+  // One launch of kernel_of(levels, channels, pixel), the fused forward or
+  // inverse kernel of those template arguments, over the first level it fuses.
+  template <typename Params, typename KernelOf>
+  void launch_fused(const Params& p, int F, int C, PixelType type, cudaStream_t stream, KernelOf kernel_of) {
+    with_channels_and_type(C, type, [&](auto channels, auto pixel) {
       with_fused_levels(channels, F, [&](auto levels) {
-        constexpr int kF = decltype(levels)::value;
-        const int nx = p.lv[kF - 1].w, ny = p.lv[kF - 1].h;
+        const int nx = p.lv[levels - 1].w, ny = p.lv[levels - 1].h;
         const dim3 block = block_shape(tuning_.block_threads, nx);
-        haar_forward_fused<kF, decltype(channels)::value, decltype(pixel)>
-            <<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
+        kernel_of(levels, channels, pixel)<<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
       });
+    });
+  }
+
+  void launch_forward_fused(const FwdParams& p, int F, int C, PixelType in, cudaStream_t stream) {
+    launch_fused(p, F, C, in, stream, [](auto levels, auto channels, auto pixel) {
+      return &haar_forward_fused<decltype(levels)::value, decltype(channels)::value, decltype(pixel)>;
     });
     PIXELKIT_CUDA_CHECK_LAUNCH("haar_forward_fused");
   }
@@ -779,14 +786,8 @@ class CudaHaarImpl final : public CudaHaar {
   }
 
   void launch_inverse_fused(const InvParams& p, int F, int C, PixelType out, cudaStream_t stream) {
-    with_channels_and_type(C, out, [&](auto channels, auto pixel) {
-      with_fused_levels(channels, F, [&](auto levels) {
-        constexpr int kF = decltype(levels)::value;
-        const int nx = p.lv[kF - 1].w, ny = p.lv[kF - 1].h;
-        const dim3 block = block_shape(tuning_.block_threads, nx);
-        haar_inverse_fused<kF, decltype(channels)::value, decltype(pixel)>
-            <<<grid_shape(block, nx, ny), block, 0, stream>>>(p);
-      });
+    launch_fused(p, F, C, out, stream, [](auto levels, auto channels, auto pixel) {
+      return &haar_inverse_fused<decltype(levels)::value, decltype(channels)::value, decltype(pixel)>;
     });
     PIXELKIT_CUDA_CHECK_LAUNCH("haar_inverse_fused");
   }
