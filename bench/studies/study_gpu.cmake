@@ -9,25 +9,13 @@
 # bench/peers/study_peers.py.
 # Included from bench/CMakeLists.txt, so CMAKE_CURRENT_SOURCE_DIR is bench/.
 if(PIXELKIT_WITH_CUDA)
-  add_executable(study_gpu ${CMAKE_CURRENT_SOURCE_DIR}/studies/study_gpu.cu)
-  # src/ for the detail:: hooks (integral variants, Haar tuning, match stage
-  # profiling) and bench_timing.hpp's helpers.
-  target_include_directories(study_gpu PRIVATE ${PROJECT_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
+  # pixelkit_gpu_bench and pixelkit_bench_npp: bench/CMakeLists.txt. src/ (from
+  # pixelkit_gpu_bench) for the detail:: hooks (integral variants, Haar tuning,
+  # match stage profiling); bench/ for bench_timing.hpp.
+  pixelkit_gpu_bench(study_gpu ${CMAKE_CURRENT_SOURCE_DIR}/studies/study_gpu.cu)
+  target_include_directories(study_gpu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   # cuFFT: the naive matching pipeline's cross-correlation (as seed 001's).
-  target_link_libraries(study_gpu PRIVATE pixelkit::pixelkit CUDA::cudart CUDA::cufft)
-  set_target_properties(study_gpu PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
-  target_compile_options(study_gpu PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wall,-Wextra -lineinfo>)
-  # The same cache variables as bench_integral_gpu's search (found once, reused).
-  find_library(PIXELKIT_NPPIST_LIB nppist HINTS ${CUDAToolkit_LIBRARY_DIR})
-  find_library(PIXELKIT_NPPC_LIB_INTEGRAL nppc HINTS ${CUDAToolkit_LIBRARY_DIR})
-  find_path(PIXELKIT_NPPI_INCLUDE nppi.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  if(PIXELKIT_NPPIST_LIB AND PIXELKIT_NPPC_LIB_INTEGRAL AND PIXELKIT_NPPI_INCLUDE)
-    target_link_libraries(study_gpu PRIVATE ${PIXELKIT_NPPIST_LIB} ${PIXELKIT_NPPC_LIB_INTEGRAL})
-    target_include_directories(study_gpu PRIVATE ${PIXELKIT_NPPI_INCLUDE})
-    target_compile_definitions(study_gpu PRIVATE PIXELKIT_BENCH_HAVE_NPP)
-    message(STATUS "study_gpu: NPP series ON (${PIXELKIT_NPPIST_LIB})")
-  else()
-    message(STATUS "study_gpu: NPP not found, no npp series")
-  endif()
+  target_link_libraries(study_gpu PRIVATE CUDA::cufft)
+  target_compile_options(study_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -lineinfo>)
+  pixelkit_bench_npp(study_gpu nppist nppi.h)
 endif()
