@@ -1,6 +1,7 @@
 // Image and array files: .npy/.npz round trips and their parsers on bad
 // data, OpenCV codecs, the libpng codec (against OpenCV's decoder where both
-// are built), and atomic writes that never leave partial files.
+// are built), and atomic writes that never leave partial files; the JSON text
+// of the match and video reports.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <limits>
 
+#include "core/json_text.hpp"
 #include "core/png_codec.hpp"
 #include "pixelkit/io.hpp"
 #include "test_support.hpp"
@@ -243,6 +245,29 @@ TEST(PngCodec, RoundTripsEveryChannelCountThroughSubViews) {
       write_image(dir + "/a.png", v);
       EXPECT_TRUE(agrees(read_image(dir + "/a.png"), v, 0.0)) << c << " " << w << "x" << h;
     }
+}
+
+TEST(JsonText, StringsEscapeQuotesBackslashesAndControlCharacters) {
+  using detail::json_string;
+  EXPECT_EQ(json_string(""), "\"\"");
+  EXPECT_EQ(json_string("data/a b.png"), "\"data/a b.png\"");
+  EXPECT_EQ(json_string("a \"quoted\" name"), "\"a \\\"quoted\\\" name\"");
+  EXPECT_EQ(json_string("C:\\dir\\f.npy"), "\"C:\\\\dir\\\\f.npy\"");
+  EXPECT_EQ(json_string("1\n2\t3\r"), "\"1\\n2\\t3\\r\"");
+  EXPECT_EQ(json_string(std::string("\x01\x1f", 2)), "\"\\u0001\\u001f\"");
+  EXPECT_EQ(json_string(std::string("\0", 1)), "\"\\u0000\"");
+  EXPECT_EQ(json_string("caf\xc3\xa9 \x7f"), "\"caf\xc3\xa9 \x7f\"");  // UTF-8 and DEL as they are
+}
+
+TEST(JsonText, NumbersTakeTheFormatAndNonFiniteValuesAreNull) {
+  using detail::json_number;
+  EXPECT_EQ(json_number(0.5), "0.5");
+  EXPECT_EQ(json_number(1.0 / 3.0), "0.333333333");
+  EXPECT_EQ(json_number(-1234.5678, "%.3f"), "-1234.568");
+  EXPECT_EQ(json_number(2.5e-12), "2.5e-12");
+  EXPECT_EQ(json_number(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(json_number(-std::numeric_limits<double>::infinity(), "%.3f"), "null");
+  EXPECT_EQ(json_number(std::numeric_limits<double>::quiet_NaN()), "null");
 }
 
 TEST(PngCodec, FloatImagesAreRoundedAndSaturatedAsOpenCvConverts) {

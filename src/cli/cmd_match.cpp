@@ -10,12 +10,16 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "core/json_text.hpp"
 #include "pixelkit/io.hpp"
 #include "pixelkit/match.hpp"
 
 namespace pixelkit::cli {
 
 namespace {
+
+using detail::json_number;
+using detail::json_string;
 
 namespace fs = std::filesystem;
 
@@ -152,36 +156,6 @@ void draw_rectangle(const ImageView& img, int x, int y, int w, int h, int thickn
   else draw(255.0f);
 }
 
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': r += "\\\""; break;
-      case '\\': r += "\\\\"; break;
-      case '\n': r += "\\n"; break;
-      case '\t': r += "\\t"; break;
-      case '\r': r += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          r += buf;
-        } else {
-          r += ch;
-        }
-    }
-  }
-  return r + "\"";
-}
-
-std::string number(double v, const char* fmt = "%.9g") {
-  if (!std::isfinite(v)) return "null";  // JSON has no inf / NaN (the library never gives NaN)
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 // A number for a message: "nan" and "inf" spelled out.
 std::string plain(double v) {
   char buf[64];
@@ -197,9 +171,9 @@ std::string json_image(const std::string& path, const ConstImageView& v) {
 
 void print_text(const MatchResult& r, bool color, bool verdict) {
   for (const Match& m : r.matches) {
-    std::string line = "x=" + std::to_string(m.x) + " y=" + std::to_string(m.y) + " score=" + number(m.score);
+    std::string line = "x=" + std::to_string(m.x) + " y=" + std::to_string(m.y) + " score=" + json_number(m.score);
     if (color) {
-      line += " count=" + std::to_string(m.color_count) + " fraction=" + number(m.color_fraction, "%.6f");
+      line += " count=" + std::to_string(m.color_count) + " fraction=" + json_number(m.color_fraction, "%.6f");
       if (verdict) line += std::string(" verdict=") + to_string(m.verdict);
     }
     std::printf("%s\n", line.c_str());
@@ -220,13 +194,13 @@ void print_json(const MatchArgs& a, const ConstImageView& img, const ConstImageV
   s += "  \"top\": " + std::to_string(p.top_k) + ",\n";
   s += "  \"min_distance\": " + std::to_string(matcher.min_distance()) + ",\n";
   s += "  \"hsv_range\": " + (color ? json_string(to_string(p.hsv)) : std::string("null")) + ",\n";
-  s += "  \"min_fraction\": " + (verdict ? number(p.min_fraction) : std::string("null")) + ",\n";
+  s += "  \"min_fraction\": " + (verdict ? json_number(p.min_fraction) : std::string("null")) + ",\n";
   s += "  \"matches\": [";
   for (std::size_t i = 0; i < r.matches.size(); ++i) {
     const Match& m = r.matches[i];
     s += i ? ",\n    " : "\n    ";
-    s += "{\"x\": " + std::to_string(m.x) + ", \"y\": " + std::to_string(m.y) + ", \"score\": " + number(m.score);
-    if (color) s += ", \"count\": " + std::to_string(m.color_count) + ", \"fraction\": " + number(m.color_fraction);
+    s += "{\"x\": " + std::to_string(m.x) + ", \"y\": " + std::to_string(m.y) + ", \"score\": " + json_number(m.score);
+    if (color) s += ", \"count\": " + std::to_string(m.color_count) + ", \"fraction\": " + json_number(m.color_fraction);
     if (verdict) s += ", \"verdict\": " + json_string(to_string(m.verdict));
     s += "}";
   }

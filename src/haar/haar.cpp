@@ -129,6 +129,48 @@ HaarLayout check(const char* what, const ConstImageView& image, const ConstImage
   return layout;
 }
 
+enum class Direction { forward, inverse };
+
+// Runs one direction on `backend` (already resolved) and says in
+// options.info which backend and path ran. `in` is the source (forward) or the
+// coefficients (inverse), `out` the coefficients or the destination. A
+// template only so that it can take HaarTransform's private State.
+template <typename State>
+void run(Direction direction, Backend backend, const ConstImageView& in, const ImageView& out,
+         const HaarLayout& layout, State& state, const Options& options) {
+  const bool fwd = direction == Direction::forward;
+  std::string path;
+  switch (backend) {
+    case Backend::ref:
+      if (fwd) detail::haar_forward_ref(in, out, layout, state.normalize);
+      else detail::haar_inverse_ref(in, out, layout, state.normalize);
+      path = fwd ? "ref separable rows-then-columns passes, double precision"
+                 : "ref separable columns-then-rows passes, double precision";
+      break;
+    case Backend::cpu: {
+      const int threads = resolve_threads(options.threads);
+      path = fwd ? detail::haar_forward_cpu(in, out, layout, state.normalize, threads, state.cpu)
+                 : detail::haar_inverse_cpu(in, out, layout, state.normalize, threads, state.cpu);
+      break;
+    }
+    case Backend::cuda:
+#if PIXELKIT_WITH_CUDA
+      if (!state.cuda) state.cuda = detail::make_cuda_haar();
+      path = fwd ? state.cuda->forward(in, out, layout, state.normalize, options.stream)
+                 : state.cuda->inverse(in, out, layout, state.normalize, options.stream);
+      break;
+#else
+      throw Error(Status::unsupported, "backend cuda: this build of pixelkit has no CUDA backend");
+#endif
+    case Backend::automatic:
+      throw Error(Status::internal, "haar: backend was not resolved");
+  }
+  if (options.info) {
+    options.info->backend = backend;
+    options.info->path = std::move(path);
+  }
+}
+
 }  // namespace
 
 HaarTransform::HaarTransform(int levels, HaarNormalize normalize) : state_(std::make_unique<State>()) {
@@ -148,63 +190,13 @@ HaarNormalize HaarTransform::normalize() const noexcept {
 void HaarTransform::forward(const ConstImageView& src, const ImageView& coeffs, const Options& options) {
   PIXELKIT_EXPECTS(state_ != nullptr, Status::invalid_argument, "haar: use of a moved-from HaarTransform");
   const HaarLayout layout = check("forward", src, coeffs, state_->levels, "source");
-  const Backend backend = resolve_backend(options.backend, src.memory);
-  std::string path;
-  switch (backend) {
-    case Backend::ref:
-      detail::haar_forward_ref(src, coeffs, layout, state_->normalize);
-      path = "ref separable rows-then-columns passes, double precision";
-      break;
-    case Backend::cpu:
-      path = detail::haar_forward_cpu(src, coeffs, layout, state_->normalize, resolve_threads(options.threads),
-                                      state_->cpu);
-      break;
-    case Backend::cuda:
-#if PIXELKIT_WITH_CUDA
-      if (!state_->cuda) state_->cuda = detail::make_cuda_haar();
-      path = state_->cuda->forward(src, coeffs, layout, state_->normalize, options.stream);
-      break;
-#else
-      throw Error(Status::unsupported, "backend cuda: this build of pixelkit has no CUDA backend");
-#endif
-    case Backend::automatic:
-      throw Error(Status::internal, "haar: backend was not resolved");
-  }
-  if (options.info) {
-    options.info->backend = backend;
-    options.info->path = std::move(path);
-  }
+  run(Direction::forward, resolve_backend(options.backend, src.memory), src, coeffs, layout, *state_, options);
 }
 
 void HaarTransform::inverse(const ConstImageView& coeffs, const ImageView& dst, const Options& options) {
   PIXELKIT_EXPECTS(state_ != nullptr, Status::invalid_argument, "haar: use of a moved-from HaarTransform");
   const HaarLayout layout = check("inverse", dst, coeffs, state_->levels, "destination");
-  const Backend backend = resolve_backend(options.backend, dst.memory);
-  std::string path;
-  switch (backend) {
-    case Backend::ref:
-      detail::haar_inverse_ref(coeffs, dst, layout, state_->normalize);
-      path = "ref separable columns-then-rows passes, double precision";
-      break;
-    case Backend::cpu:
-      path = detail::haar_inverse_cpu(coeffs, dst, layout, state_->normalize, resolve_threads(options.threads),
-                                      state_->cpu);
-      break;
-    case Backend::cuda:
-#if PIXELKIT_WITH_CUDA
-      if (!state_->cuda) state_->cuda = detail::make_cuda_haar();
-      path = state_->cuda->inverse(coeffs, dst, layout, state_->normalize, options.stream);
-      break;
-#else
-      throw Error(Status::unsupported, "backend cuda: this build of pixelkit has no CUDA backend");
-#endif
-    case Backend::automatic:
-      throw Error(Status::internal, "haar: backend was not resolved");
-  }
-  if (options.info) {
-    options.info->backend = backend;
-    options.info->path = std::move(path);
-  }
+  run(Direction::inverse, resolve_backend(options.backend, dst.memory), coeffs, dst, layout, *state_, options);
 }
 
 void haar_forward(const ConstImageView& src, const ImageView& coeffs, int levels, HaarNormalize normalize,

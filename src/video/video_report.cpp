@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/json_text.hpp"
 #include "pixelkit/io.hpp"
 #include "pixelkit/video.hpp"
 
@@ -14,40 +15,13 @@ namespace pixelkit {
 
 namespace {
 
+using detail::json_number;
+using detail::json_string;
+
 std::string extension_of(const std::string& path) {
   std::string e = std::filesystem::path(path).extension().string();
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return e;
-}
-
-std::string number(double v, const char* fmt) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
-std::string json_string(const std::string& s) {
-  std::string r = "\"";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': r += "\\\""; break;
-      case '\\': r += "\\\\"; break;
-      case '\n': r += "\\n"; break;
-      case '\t': r += "\\t"; break;
-      case '\r': r += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          r += buf;
-        } else {
-          r += ch;
-        }
-    }
-  }
-  return r + "\"";
 }
 
 std::string csv(const VideoReport& r) {
@@ -64,12 +38,12 @@ std::string csv(const VideoReport& r) {
   }
   s += "\n";
   for (const FrameRecord& f : r.frames) {
-    s += std::to_string(f.index) + "," + number(f.timestamp_ms, "%.3f");
+    s += std::to_string(f.index) + "," + json_number(f.timestamp_ms, "%.3f");
     for (int i = 0; i < k; ++i) {
       if (static_cast<std::size_t>(i) < f.matches.size()) {
         const Match& m = f.matches[static_cast<std::size_t>(i)];
-        s += "," + std::to_string(m.x) + "," + std::to_string(m.y) + "," + number(m.score, "%.9g");
-        if (color) s += "," + std::to_string(m.color_count) + "," + number(m.color_fraction, "%.6f");
+        s += "," + std::to_string(m.x) + "," + std::to_string(m.y) + "," + json_number(m.score, "%.9g");
+        if (color) s += "," + std::to_string(m.color_count) + "," + json_number(m.color_fraction, "%.6f");
         if (verdict) s += std::string(",") + to_string(m.verdict);
       } else {
         s += ",,,";
@@ -93,7 +67,7 @@ std::string json(const VideoReport& r) {
   s += "  \"width\": " + std::to_string(r.format.width) + ",\n";
   s += "  \"height\": " + std::to_string(r.format.height) + ",\n";
   s += "  \"channels\": " + std::to_string(r.format.channels) + ",\n";
-  s += "  \"fps\": " + number(r.format.fps, "%.9g") + ",\n";
+  s += "  \"fps\": " + json_number(r.format.fps, "%.9g") + ",\n";
   s += "  \"frames\": " + std::to_string(r.frames.size()) + ",\n";
   s += "  \"backend\": " + json_string(to_string(sm.backend)) + ",\n";
   s += "  \"stop\": " + json_string(to_string(sm.stop)) + ",\n";
@@ -102,22 +76,22 @@ std::string json(const VideoReport& r) {
     s += "  \"method\": " + json_string(to_string(r.match.method)) + ",\n";
     s += "  \"top\": " + std::to_string(r.match.top_k) + ",\n";
     s += "  \"hsv_range\": " + (color ? json_string(to_string(r.match.hsv)) : std::string("null")) + ",\n";
-    s += "  \"min_fraction\": " + (verdict ? number(r.match.min_fraction, "%.9g") : std::string("null")) + ",\n";
+    s += "  \"min_fraction\": " + (verdict ? json_number(r.match.min_fraction, "%.9g") : std::string("null")) + ",\n";
   }
   s += "  \"rows\": [";
   for (std::size_t i = 0; i < r.frames.size(); ++i) {
     const FrameRecord& f = r.frames[i];
     s += i ? ",\n    " : "\n    ";
-    s += "{\"frame\": " + std::to_string(f.index) + ", \"timestamp_ms\": " + number(f.timestamp_ms, "%.3f");
+    s += "{\"frame\": " + std::to_string(f.index) + ", \"timestamp_ms\": " + json_number(f.timestamp_ms, "%.3f");
     if (match) {
       s += ", \"matches\": [";
       for (std::size_t j = 0; j < f.matches.size(); ++j) {
         const Match& m = f.matches[j];
         s += j ? ", " : "";
         s += "{\"x\": " + std::to_string(m.x) + ", \"y\": " + std::to_string(m.y) +
-             ", \"score\": " + number(m.score, "%.9g");
+             ", \"score\": " + json_number(m.score, "%.9g");
         if (color)
-          s += ", \"count\": " + std::to_string(m.color_count) + ", \"fraction\": " + number(m.color_fraction, "%.9g");
+          s += ", \"count\": " + std::to_string(m.color_count) + ", \"fraction\": " + json_number(m.color_fraction, "%.9g");
         if (verdict) s += ", \"verdict\": " + json_string(to_string(m.verdict));
         s += "}";
       }
