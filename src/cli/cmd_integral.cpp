@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -45,17 +44,10 @@ void check_npy_output(const std::string& option, const std::string& path, const 
     for (const auto& [other_option, other] : others)
       PIXELKIT_EXPECTS(other.empty() || fs::weakly_canonical(other, ec) != fs::weakly_canonical(path, ec),
                        Status::invalid_argument, "output '" + path + "' is the same file as " + other_option);
-    // Probe the folder: a write that would fail later fails now, before the
-    // tables are computed and before any other output is written.
-    fs::path dir = fs::path(path).parent_path();
-    if (dir.empty()) dir = ".";
-    const fs::path probe = dir / (".pixelkit-probe-" + fs::path(path).filename().string());
-    {
-      std::ofstream f(probe);
-      PIXELKIT_EXPECTS(f.good(), Status::io, "output '" + path + "': folder '" + dir.string() + "' is not writable");
-    }
-    fs::remove(probe, ec);
   });
+  // A write that would fail later fails now, before the tables are computed
+  // and before any other output is written.
+  probe_output_folder(option, path);
 }
 
 void write_table(const std::string& path, const IntegralTableView& t) {

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -37,22 +36,6 @@ struct MatchArgs {
 std::string shape(const ConstImageView& v) {
   return std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(v.channels) + " " +
          to_string(v.type);
-}
-
-// A write that would fail later fails now: before the scores are computed and
-// before any other output is written.
-void probe_folder(const std::string& option, const std::string& path) {
-  for_option(option, [&] {
-    fs::path dir = fs::path(path).parent_path();
-    if (dir.empty()) dir = ".";
-    const fs::path probe = dir / (".pixelkit-probe-" + fs::path(path).filename().string());
-    {
-      std::ofstream f(probe);
-      PIXELKIT_EXPECTS(f.good(), Status::io, "output '" + path + "': folder '" + dir.string() + "' is not writable");
-    }
-    std::error_code ec;
-    fs::remove(probe, ec);
-  });
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -266,8 +249,8 @@ Action setup(CLI::App& sub) {
       PIXELKIT_EXPECTS(a.scores.empty() || !same_file(a.scores, a.out), Status::invalid_argument,
                        "--out: output '" + a.out + "' is the same file as --scores");
     }
-    if (!a.scores.empty()) probe_folder("--scores", a.scores);
-    if (!a.out.empty()) probe_folder("--out", a.out);
+    if (!a.scores.empty()) probe_output_folder("--scores", a.scores);
+    if (!a.out.empty()) probe_output_folder("--out", a.out);
 
     // Pinned host memory lets the cuda backend upload asynchronously.
     const Backend planned = plan_backend(options);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/file.hpp"
 #include "pixelkit/io.hpp"
 
 namespace pixelkit::cli {
@@ -59,25 +60,22 @@ void check_output(const std::string& option, const std::string& path, const std:
   });
 }
 
+void probe_output_folder(const std::string& option, const std::string& path) {
+  for_option(option, [&] {
+    std::string tmp;
+    ::close(detail::make_temp_beside(path, tmp));
+    ::unlink(tmp.c_str());
+  });
+}
+
 StagedOutputs::~StagedOutputs() {
   for (const auto& [tmp, path] : staged_) ::unlink(tmp.c_str());
 }
 
 std::string StagedOutputs::stage(const std::string& path) {
-  const fs::path target(path);
-  fs::path dir = target.parent_path();
-  if (dir.empty()) dir = ".";
-  const std::string ext = target.extension().string();
-  // The name is shortened so that a writer's own temporary beside this one
-  // (".<this name>.tmp-XXXXXX") stays within the usual 255-byte limit.
-  const std::string name = target.filename().string().substr(0, 100);
-  const std::string t = (dir / ("." + name + ".tmp-XXXXXX" + ext)).string();
-  std::vector<char> buf(t.begin(), t.end());
-  buf.push_back('\0');
-  const int fd = ::mkstemps(buf.data(), static_cast<int>(ext.size()));
-  if (fd < 0) throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(errno));
-  ::close(fd);
-  staged_.emplace_back(buf.data(), path);
+  std::string tmp;
+  ::close(detail::make_temp_beside(path, tmp));  // the writers open it by name
+  staged_.emplace_back(tmp, path);
   return staged_.back().first;
 }
 

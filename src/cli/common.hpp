@@ -48,6 +48,12 @@ Backend plan_backend(const Options& options);
 void check_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs,
                   bool image = true);
 
+/// Learns early that `path`'s folder takes a new file: makes and removes an
+/// empty temporary beside it (core/file.hpp's ".NAME.tmp-XXXXXX.EXT"), so that
+/// a write that would fail later fails before the work is done and before any
+/// other output is written. Throws pixelkit::Error naming `option`.
+void probe_output_folder(const std::string& option, const std::string& path);
+
 /// Prints "step: detail (ms)" to stderr when --verbose is on.
 void verbose(const std::string& step, const std::string& detail, double ms);
 

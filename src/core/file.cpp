@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file.hpp"
 #include "pixelkit/io.hpp"
 
 namespace pixelkit {
@@ -37,7 +38,9 @@ std::vector<unsigned char> read_file(const std::string& path) {
   return data;
 }
 
-void write_file_atomic(const std::string& path, const void* data, std::size_t size) {
+namespace detail {
+
+int make_temp_beside(const std::string& path, std::string& tmp) {
   const fs::path target(path);
   PIXELKIT_EXPECTS(!target.filename().empty(), Status::invalid_argument,
                    "output '" + path + "' names a folder, not a file");
@@ -46,17 +49,31 @@ void write_file_atomic(const std::string& path, const void* data, std::size_t si
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw Error(Status::io, "output '" + path + "': folder '" + dir.string() + "' does not exist");
-  if (fs::is_directory(target, ec))
-    throw Error(Status::io, "output '" + path + "' is an existing folder");
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  std::vector<char> name(tmpl.begin(), tmpl.end());
-  name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
+  if (fs::is_directory(target, ec)) throw Error(Status::io, "output '" + path + "' is an existing folder");
+  const std::string ext = target.extension().string();
+  const std::string name = target.filename().string().substr(0, 100);
+  const std::string t = (dir / ("." + name + ".tmp-XXXXXX" + ext)).string();
+  std::vector<char> buf(t.begin(), t.end());
+  buf.push_back('\0');
+  const int fd = ::mkstemps(buf.data(), static_cast<int>(ext.size()));
   if (fd < 0) throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(errno));
+  // mkstemps creates 0600; give the file the usual permissions (umask applies).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  (void)::fchmod(fd, 0666 & ~mask);
+  tmp = buf.data();
+  return fd;
+}
+
+}  // namespace detail
+
+void write_file_atomic(const std::string& path, const void* data, std::size_t size) {
+  std::string tmp;
+  const int fd = detail::make_temp_beside(path, tmp);
   const auto fail = [&](const char* what) {
     const int err = errno;
     ::close(fd);
-    ::unlink(name.data());
+    ::unlink(tmp.c_str());
     throw Error(Status::io, "cannot " + std::string(what) + " '" + path + "': " + std::strerror(err));
   };
   const auto* p = static_cast<const unsigned char*>(data);
@@ -70,19 +87,15 @@ void write_file_atomic(const std::string& path, const void* data, std::size_t si
     p += n;
     left -= static_cast<std::size_t>(n);
   }
-  // mkstemp creates 0600; give the file the usual permissions (umask applies).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
   if (::fsync(fd) != 0 && errno != EINVAL) fail("flush");
   if (::close(fd) != 0) {
     const int err = errno;
-    ::unlink(name.data());
+    ::unlink(tmp.c_str());
     throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(err));
   }
-  if (std::rename(name.data(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
-    ::unlink(name.data());
+    ::unlink(tmp.c_str());
     throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(err));
   }
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file.hpp"
 #include "pixelkit/config.hpp"
 #include "pixelkit/io.hpp"
 #include "pixelkit/video.hpp"
@@ -59,33 +60,6 @@ void check_frame_view(const ImageView& frame, const VideoFormat& f, const std::s
 void copy_rows(const ConstImageView& src, const ImageView& dst) {
   const std::size_t n = src.row_bytes();
   for (int y = 0; y < src.height; ++y) std::memcpy(dst.row<unsigned char>(y), src.row<unsigned char>(y), n);
-}
-
-/// A fresh temporary file beside `path`, keeping its extension (a video
-/// writer picks the container by the name): ".NAME.tmp-XXXXXX.EXT". Returns
-/// the open descriptor; `tmp` receives the name.
-int make_temp_beside(const std::string& path, std::string& tmp) {
-  const fs::path target(path);
-  PIXELKIT_EXPECTS(!target.filename().empty(), Status::invalid_argument,
-                   "output '" + path + "' names a folder, not a file");
-  fs::path dir = target.parent_path();
-  if (dir.empty()) dir = ".";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw Error(Status::io, "output '" + path + "': folder '" + dir.string() + "' does not exist");
-  if (fs::is_directory(target, ec)) throw Error(Status::io, "output '" + path + "' is an existing folder");
-  const std::string ext = target.extension().string();
-  const std::string t = (dir / ("." + target.filename().string() + ".tmp-XXXXXX" + ext)).string();
-  std::vector<char> name(t.begin(), t.end());
-  name.push_back('\0');
-  const int fd = ::mkstemps(name.data(), static_cast<int>(ext.size()));
-  if (fd < 0) throw Error(Status::io, "cannot write '" + path + "': " + std::strerror(errno));
-  // mkstemps creates 0600; give the file the usual permissions (umask applies).
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  (void)::fchmod(fd, 0666 & ~mask);
-  tmp = name.data();
-  return fd;
 }
 
 /// Flushes `tmp` to disk and renames it over `path`; removes it on failure.
@@ -300,7 +274,7 @@ NpyFrameSink::NpyFrameSink(const std::string& path, int width, int height, int c
   check_shape(width, height, channels, PixelType::u8, "npy frame stack");
   PIXELKIT_EXPECTS(channels == 1 || channels == 3 || channels == 4, Status::invalid_argument,
                    "npy frame stack: frames have 1, 3 or 4 channels, not " + std::to_string(channels));
-  const int fd = make_temp_beside(path, tmp_);
+  const int fd = detail::make_temp_beside(path, tmp_);
   file_ = ::fdopen(fd, "wb");
   if (!file_) {
     const int err = errno;
@@ -523,7 +497,7 @@ class CvFrameSink : public FrameSink {
                      "video sink: frames have 1, 3 or 4 channels, not " + std::to_string(f.channels));
     const cvmod::Api& cv = cvmod::opencv_module("output '" + path + "'");
     PIXELKIT_EXPECTS(cv.has_video, Status::unsupported, "output '" + path + "': pixelkit's OpenCV module has no videoio");
-    const int fd = make_temp_beside(path, tmp_);
+    const int fd = detail::make_temp_beside(path, tmp_);
     ::close(fd);  // the writer opens the file by name
     const double fps = f.fps > 0 && std::isfinite(f.fps) ? f.fps : 25.0;
     writer_.reset(cv.create_video(tmp_.c_str(), fourcc_.c_str(), fps, f.width, f.height));
