@@ -10,6 +10,9 @@
 # this machine: bench/studies/run.sh, CSV + plots under build/studies).
 PRESET ?= release
 JOBS   ?= $(shell nproc)
+# cmake --build runs make again below this one: keep its "Entering directory"
+# lines out of the output.
+MAKEFLAGS += --no-print-directory
 
 .PHONY: demo test test-asan test-tsan deps configure build bench studies clean
 

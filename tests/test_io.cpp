@@ -194,7 +194,7 @@ std::vector<unsigned char> bytes_of(const std::string& path) { return read_file(
 
 #if PIXELKIT_TEST_HAVE_OPENCV
 /// OpenCV's reading of PNG bytes (IMREAD_UNCHANGED, RGB order, 16-bit as
-/// f32), as read_image does it in an OpenCV build.
+/// f32), as read_image reads other codec files in an OpenCV build.
 Image opencv_decode(const std::vector<unsigned char>& b) {
   cv::Mat m = cv::imdecode(cv::Mat(1, static_cast<int>(b.size()), CV_8U, const_cast<unsigned char*>(b.data())),
                            cv::IMREAD_UNCHANGED);
@@ -219,7 +219,7 @@ TEST(PngCodec, ReadsThePhotosAsOpenCvDoes) {
     EXPECT_EQ(img.height(), p.h) << p.name;
     EXPECT_EQ(img.channels(), p.c) << p.name;
     EXPECT_EQ(img.type(), PixelType::u8) << p.name;
-    // read_image takes this codec where OpenCV is absent, OpenCV's where not: the same pixels either way.
+    // read_image takes this codec for PNG (OpenCV's decoder before session 42): the same pixels.
     EXPECT_TRUE(agrees(read_image(data_path(p.name)), img, 0.0)) << p.name;
 #if PIXELKIT_TEST_HAVE_OPENCV
     EXPECT_TRUE(agrees(opencv_decode(b), img, 0.0)) << p.name;

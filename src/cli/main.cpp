@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/common.hpp"
+#include "core/png_codec.hpp"
 #include "pixelkit/config.hpp"
 #if PIXELKIT_WITH_OPENCV
 #include "core/opencv_module.hpp"
@@ -33,7 +34,9 @@ Action setup_info(CLI::App&) {
     std::printf("cuda backend : %s\n", built_with_cuda() ? "built" : "not built (no nvcc at build time)");
     const std::string dev = cuda_device_name();
     std::printf("cuda device  : %s\n", dev.empty() ? "none usable" : dev.c_str());
-    std::printf("image codecs : %s\n", have_image_codecs() ? "OpenCV imgcodecs + .npy"
+    std::printf("image codecs : %s\n", have_image_codecs() ? (detail::png_codec_available()
+                                                                  ? "OpenCV imgcodecs (PNG reads: libpng) + .npy"
+                                                                  : "OpenCV imgcodecs + .npy")
                                         : have_png()        ? "PNG (libpng) + .npy"
                                                             : ".npy only");
 #if PIXELKIT_WITH_OPENCV

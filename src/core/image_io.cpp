@@ -1,7 +1,8 @@
-// Image files: OpenCV's imgcodecs where the build has it (through the OpenCV
-// codec module, loaded on first use: core/opencv_module.hpp, whose side is
-// core/image_io_opencv.cpp), else PNG through libpng (core/png_codec.hpp)
-// where that was found; .npy always.
+// Image files: PNG reads through libpng (core/png_codec.hpp) where that was
+// found; everything else through OpenCV's imgcodecs where the build has it
+// (through the OpenCV codec module, loaded on first use:
+// core/opencv_module.hpp, whose side is core/image_io_opencv.cpp), PNG writes
+// too, or through libpng without it; .npy always.
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -103,6 +104,16 @@ Image read_image(const std::string& path, Memory memory) {
   static const unsigned char npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (bytes.size() >= 6 && std::memcmp(bytes.data(), npy_magic, 6) == 0)
     return image_from_npy(parse_npy(bytes.data(), bytes.size(), what), what, memory);
+  // PNG through pixelkit's libpng codec where the build has it, OpenCV or not:
+  // it decodes as OpenCV does (core/png_codec.hpp; tests hold the two against
+  // each other), keeps libpng's warnings off stderr (OpenCV's libpng prints
+  // "iCCP: known incorrect sRGB profile" for many photos in the wild) and
+  // needs no codec module.
+  if (detail::png_codec_available() && is_png(bytes)) {
+    std::string why;
+    if (!png_structure_ok(bytes, why)) throw Error(Status::io, what + " is a corrupt PNG file (" + why + ")");
+    return detail::decode_png(bytes.data(), bytes.size(), what, memory);
+  }
 #if PIXELKIT_WITH_OPENCV
   if (bytes.empty()) throw Error(Status::io, what + " is empty");
   std::string why;
@@ -119,11 +130,6 @@ Image read_image(const std::string& path, Memory memory) {
   for (int y = 0; y < m.height; ++y) std::memcpy(img.row<unsigned char>(y), m.data + y * m.pitch, row);
   return img;
 #else
-  if (detail::png_codec_available() && is_png(bytes)) {
-    std::string why;
-    if (!png_structure_ok(bytes, why)) throw Error(Status::io, what + " is a corrupt PNG file (" + why + ")");
-    return detail::decode_png(bytes.data(), bytes.size(), what, memory);
-  }
   throw Error(Status::unsupported, what + (detail::png_codec_available()
                                                ? ": this build reads only PNG files and .npy arrays (OpenCV was not found at build time)"
                                                : ": this build reads only .npy arrays (OpenCV was not found at build time)"));

@@ -1,8 +1,10 @@
-// PNG files through libpng, pixelkit's own codec for builds without OpenCV
-// (the GPU test machines have libpng but no OpenCV C++), so that the CLI and
-// the photo tests read and write the bundled PNGs there. Where OpenCV is
-// present, read_image and write_image keep using imgcodecs; this codec is
-// still built (when libpng is found) and tested against it pixel for pixel.
+// PNG files through libpng, pixelkit's own codec: read_image decodes every
+// PNG with it where libpng was found, OpenCV or not (quiet: OpenCV's libpng
+// prints warnings such as "iCCP: known incorrect sRGB profile" to stderr,
+// and a PNG read needs no codec module), and builds without OpenCV (the GPU
+// test machines have libpng but no OpenCV C++) write PNG with it too. Where
+// OpenCV is present, write_image keeps imgcodecs; the tests hold this codec
+// against OpenCV's decoder pixel for pixel.
 //
 // Decoding matches OpenCV's IMREAD_UNCHANGED: grey, RGB and RGBA as stored,
 // palettes expanded to RGB (RGBA where the file has transparency), grey
