@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev googletest  # tests
   libbenchmark-dev      # CPU benchmarks
   libopencv-dev         # image/video I/O and the OpenCV comparisons (optional at configure time)
-  libpng-dev            # PNG files where OpenCV is absent (optional at configure time)
+  libpng-dev            # PNG reads (pixelkit's own, quiet codec), and PNG writes where OpenCV is absent (optional)
   python3 python3-numpy python3-pywt  # PyWavelets cross-checks, .npy round trips
 )
 case "${1:-}" in
