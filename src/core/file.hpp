@@ -11,8 +11,9 @@ namespace pixelkit::detail {
 /// ".NAME.tmp-XXXXXX.EXT": NAME is up to 100 bytes of path's file name (so
 /// that a temporary made beside this one stays within the usual 255-byte
 /// limit on a name, as does one for a file name of 255 bytes), EXT its
-/// extension (kept, as writers choose the format by it). The file gets the usual permissions (0666 less the umask).
-/// Returns the open descriptor and puts the name in `tmp`. Throws Error:
+/// extension (kept, as writers choose the format by it). The file gets the
+/// usual permissions (0666 less the umask). Returns the open descriptor and
+/// puts the name in `tmp`. Throws Error:
 /// invalid_argument where `path` names no file ("out/"), io where its folder
 /// does not exist, where it is an existing folder, or where the file cannot
 /// be created.
