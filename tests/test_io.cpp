@@ -10,6 +10,9 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>
+
+#include "core/file.hpp"
 #include "core/json_text.hpp"
 #include "core/png_codec.hpp"
 #include "pixelkit/io.hpp"
@@ -137,6 +140,36 @@ TEST(Files, AtomicWriteLeavesNoPartialFileAndKeepsTheOld) {
   EXPECT_EQ(std::string(back.begin(), back.end()), "old");
   EXPECT_EQ(status_of([&] { read_file(dir + "/nope"); }, &msg), Status::io);
   EXPECT_NE(msg.find("nope"), std::string::npos);
+}
+
+// The temporaries' names: ".NAME.tmp-XXXXXX.EXT" for what holds an output,
+// ".NAME.probe-XXXXXX.EXT" for the CLI's start-up probe of a folder (the kill
+// tests of test_no_data_loss wait for the first and must not stop at the
+// second), NAME cut to 100 bytes, the extension kept.
+TEST(Files, TemporaryNamesTellAnOutputsTemporaryFromAFolderProbe) {
+  const std::string dir = scratch_dir("temp_names");
+  const auto made = [&](const std::string& name, const char* kind) {
+    std::string tmp;
+    const int fd = kind ? pixelkit::detail::make_temp_beside(dir + "/" + name, tmp, kind)
+                        : pixelkit::detail::make_temp_beside(dir + "/" + name, tmp);
+    ::close(fd);
+    EXPECT_TRUE(std::filesystem::is_regular_file(tmp)) << tmp;
+    EXPECT_EQ(std::filesystem::file_size(tmp), 0u) << tmp;
+    std::filesystem::remove(tmp);
+    return std::filesystem::path(tmp).filename().string();
+  };
+  const auto shape = [](const std::string& n, const std::string& head, const std::string& ext) {
+    // head + 6 random characters + ext
+    return n.size() == head.size() + 6 + ext.size() && n.rfind(head, 0) == 0 &&
+           n.compare(n.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  EXPECT_TRUE(shape(made("out.npy", nullptr), ".out.npy.tmp-", ".npy"));
+  EXPECT_TRUE(shape(made("out.npy", "tmp"), ".out.npy.tmp-", ".npy"));
+  EXPECT_TRUE(shape(made("out.npy", "probe"), ".out.npy.probe-", ".npy"));
+  const std::string long_name = std::string(251, 'x') + ".png";
+  EXPECT_TRUE(shape(made(long_name, nullptr), "." + long_name.substr(0, 100) + ".tmp-", ".png"));
+  EXPECT_TRUE(shape(made(long_name, "probe"), "." + long_name.substr(0, 100) + ".probe-", ".png"));
+  EXPECT_TRUE(files_in(dir).empty());
 }
 
 TEST(ImageFiles, ReadPhotosAndRoundTripEveryFormat) {

@@ -63,7 +63,7 @@ void check_output(const std::string& option, const std::string& path, const std:
 void probe_output_folder(const std::string& option, const std::string& path) {
   for_option(option, [&] {
     std::string tmp;
-    ::close(detail::make_temp_beside(path, tmp));
+    ::close(detail::make_temp_beside(path, tmp, "probe"));
     ::unlink(tmp.c_str());
   });
 }

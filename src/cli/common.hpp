@@ -49,7 +49,7 @@ void check_output(const std::string& option, const std::string& path, const std:
                   bool image = true);
 
 /// Learns early that `path`'s folder takes a new file: makes and removes an
-/// empty temporary beside it (core/file.hpp's ".NAME.tmp-XXXXXX.EXT"), so that
+/// empty file beside it (core/file.hpp's ".NAME.probe-XXXXXX.EXT"), so that
 /// a write that would fail later fails before the work is done and before any
 /// other output is written. Throws pixelkit::Error naming `option`.
 void probe_output_folder(const std::string& option, const std::string& path);

@@ -40,7 +40,7 @@ std::vector<unsigned char> read_file(const std::string& path) {
 
 namespace detail {
 
-int make_temp_beside(const std::string& path, std::string& tmp) {
+int make_temp_beside(const std::string& path, std::string& tmp, const char* kind) {
   const fs::path target(path);
   PIXELKIT_EXPECTS(!target.filename().empty(), Status::invalid_argument,
                    "output '" + path + "' names a folder, not a file");
@@ -52,7 +52,7 @@ int make_temp_beside(const std::string& path, std::string& tmp) {
   if (fs::is_directory(target, ec)) throw Error(Status::io, "output '" + path + "' is an existing folder");
   const std::string ext = target.extension().string();
   const std::string name = target.filename().string().substr(0, 100);
-  const std::string t = (dir / ("." + name + ".tmp-XXXXXX" + ext)).string();
+  const std::string t = (dir / ("." + name + "." + kind + "-XXXXXX" + ext)).string();
   std::vector<char> buf(t.begin(), t.end());
   buf.push_back('\0');
   const int fd = ::mkstemps(buf.data(), static_cast<int>(ext.size()));

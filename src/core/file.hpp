@@ -17,6 +17,9 @@ namespace pixelkit::detail {
 /// invalid_argument where `path` names no file ("out/"), io where its folder
 /// does not exist, where it is an existing folder, or where the file cannot
 /// be created.
-int make_temp_beside(const std::string& path, std::string& tmp);
+/// `kind` replaces "tmp" in the name: the CLI's start-up probe of an output
+/// folder is ".NAME.probe-XXXXXX.EXT", so that it is never taken for a
+/// temporary that holds (part of) an output.
+int make_temp_beside(const std::string& path, std::string& tmp, const char* kind = "tmp");
 
 }  // namespace pixelkit::detail
