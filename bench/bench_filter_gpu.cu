@@ -314,7 +314,9 @@ int main(int argc, char** argv) try {
 
   std::vector<Row> rows;
   bool all_ok = true;
-  for (const auto& [w, h] : sizes) {
+  for (const auto& size : sizes) {
+    // Plain ints, not structured bindings: lambdas below capture them (C++20 for bindings).
+    const int w = size.first, h = size.second;
     const std::size_t bytes = static_cast<std::size_t>(w) * h * ch;
     Image hsrc(w, h, ch, PixelType::u8);
     std::mt19937 rng(static_cast<unsigned>(w * 7 + h));
