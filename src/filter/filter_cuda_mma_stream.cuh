@@ -11,26 +11,34 @@
 // products. Here the intermediate never leaves the registers and every input
 // row is converted once per segment.
 //
-// Both passes in transposed form, so that pass 1's accumulators are pass 2's
-// A operand as they stand (the m16n8 C fragment of two adjacent n-tiles is
-// the m16k16 A fragment):
+// Pass 1 in transposed form, so that its accumulators are pass 2's operand
+// as they stand (the m16n8 C fragment of two adjacent n-tiles is the m16k16
+// A fragment, and each n-tile's half of it the k16n8 B fragment):
 //   pass 1 (horizontal), 16 pixels x 16 rows of one channel:
 //     D1^T[x][r] = sum_s H_s[x][k] * X_s[k][r],
 //     H_s[i][k] = row[16 s + k - i - shift]  (Toeplitz, built once per thread),
 //     X_s[k][r] = input at tile column 16 s + k, row r (ldmatrix, non-transposed,
 //                 from a planar fp16 tile in shared memory);
-//   pass 2 (vertical), the same 16 pixels x 16 output rows:
-//     D2^T[x][o] = sum_s D1^T_{block j+s}[x][k] * V_s[k][o],
-//     V_s[k][o] = col[16 s + k - o]  (Toeplitz, built once per thread),
+//   pass 2 (vertical), 16 output rows x the same 16 pixels (two n-tiles of 8):
+//     D2[o][x] = sum_s V_s^T[o][k] * D1_{block j+s}[k][x],
+//     V_s^T[o][k] = col[16 s + k - o]  (Toeplitz, built once per thread),
 //   where D1 block b holds input rows y0 - ry + 16 b .. + 15 of the segment
 //   starting at output row y0, so output block j uses D1 blocks j .. j + KS1 - 1.
+//   A thread's results are then rows g and g + 8 of pixels 2t, 2t + 1 of an
+//   n-tile in every channel: 2 C neighbouring bytes of an output row, rounded
+//   and packed two at a time (pack2_u8, one F2IP a pair on sm_90) and staged
+//   in 2-byte (3 channels), 2-byte (1) or 8-byte (4) stores, where the
+//   transposed pass 2 (D2^T[x][o], pixels as M) left each thread one byte of
+//   a pixel per store: 1 conversion and 1 byte store an output. Run 50 (H200,
+//   RGB): 8K gaussian:11..17 0.0850-0.0856 -> 0.0807-0.0818 ms, 19..31
+//   0.0962-0.1007 -> 0.0942-0.0970, 4K -3%, for a fourth k16-equivalent of
+//   pass-2 products a channel where the transposed form had three (its two
+//   n-tiles of output rows could each leave out half a k-step). The INT
+//   instances keep the transposed form (their pass 2 takes pass 1's s32 sums
+//   as u8 A fragments).
 // Where both bands end within the first 8 k of their last k-step (HALF:
 // sides 5..9 and 19..25), that step is m16n8k8 on the first half of the
 // same operand registers (A: registers 0, 1; B: register 0).
-// In pass 2, whatever the side, output rows 8 .. 15 (n-tile 1) reach no
-// window row of k-step 0's first 8, and output rows 0 .. 7 (n-tile 0) none
-// of the last k-step's second 8 (nor, with HALF, of its first 8): those
-// products are m16n8k8 on the half that matters, or left out (run 44).
 //
 // Accuracy (FP32-class). u8 values are exact in fp16 (as the subnormals
 // b * 2^-24, run 17); coefficients are split into fp16 hi + lo (22
@@ -428,32 +436,16 @@ struct MmaStreamGeom {
   /// least 16 C whose even rows 2t (t = 0..3, the lanes of one byte store in
   /// pass 2) start in four different 8-bank groups, so that those stores are
   /// free of bank conflicts: 16, 48, 80 bytes for 1, 3, 4 channels (16 C + 16
-  /// put the four rows of C = 3 in one bank: 4-way conflicts).
+  /// put the four rows of C = 3 in one bank: 4-way conflicts). That is the
+  /// INT instances' pass 2 (rows 2t); the others store rows g = 0..7 of 2 C
+  /// bytes a lane (run 50), which meet some two-way conflicts at these
+  /// strides (no stride keeps them all apart; not measured against others).
   static constexpr int kOutStride = out_stride(16 * C);
   static constexpr int kOutBytes = 16 * kOutStride;  ///< one warp's staging
   static constexpr int kSmemBytes = 2 * kBuf * kElem + mma_stream_tuning::kWarps * kOutBytes;
   static_assert(kWIn / 4 <= 32, "one lane per 4-pixel unit of a tile row");
   static_assert(kOutStride % 16 == 0 && kOutStride >= 16 * C, "16-byte flush of 16 C bytes a row");
 };
-
-/// This thread's B fragments (hi and lo) of k-step s, n-tile nt of the
-/// vertical Toeplitz matrix V[k][o] = w[16 s + k - o] (o = 8 nt + n). Fragment
-/// layout of m16n8k16 B: register 0 holds k = 2t, 2t + 1 (register 1: + 8),
-/// n = g.
-__device__ __forceinline__ void toeplitz_b_fragment(unsigned (&hi)[2], unsigned (&lo)[2], const float* w, int n,
-                                                    int s, int nt, int lane) {
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float v[2];
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int idx = 16 * s + 2 * t + 8 * r + e - (8 * nt + g);
-      v[e] = idx >= 0 && idx < n ? w[idx] : 0.0f;
-    }
-    split_half2(v[0], v[1], hi[r], lo[r]);
-  }
-}
 
 /// Split x, y into fp16 hi + lo pairs by truncation: hi keeps the top 11
 /// significant bits of each (exact in fp16 wherever the value is a normal
@@ -669,7 +661,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   // Toeplitz fragments of both passes, once per thread.
   // (Without LO the lo fragments are zero and unused: the compiler drops them.)
   unsigned hh[KS2][4], hl[KS2][4];
-  unsigned vh[KS1][2][2], vl[KS1][2][2];
+  unsigned va[KS1][4], val[KS1][4];  // pass 2's A: V^T[o][k] = col[16 s + k - o] (hi, lo)
   [[maybe_unused]] unsigned hq[4], vq[2][2];  // INT: whole-number factors
   [[maybe_unused]] float int_scale = 0.0f;    // INT: 2^-int_shift
   if constexpr (INT) {
@@ -681,9 +673,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
 #pragma unroll
     for (int s = 0; s < KS2; ++s) toeplitz_fragment(hh[s], hl[s], k.row, k.nx, s, shift, lane);
 #pragma unroll
-    for (int s = 0; s < KS1; ++s)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) toeplitz_b_fragment(vh[s][nt], vl[s][nt], k.col, k.ny, s, nt, lane);
+    for (int s = 0; s < KS1; ++s) toeplitz_fragment(va[s], val[s], k.col, k.ny, s, 0, lane);
   }
 
   // The flush's 16-byte chunks: 16 rows x C chunks of a warp's staging,
@@ -965,39 +955,54 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
           }
         }
       } else {
+        // Output rows as M, pixels as N (D2[o][x] = sum_s V_s^T[o][k] D1_s[k][x]):
+        // the window's registers are the B fragments as they stand (pixels
+        // 8 nt + g: registers nt and 2 + nt), and a thread's results are rows
+        // g and g + 8 of pixels 8 nt + 2t, + 1 in every channel, 2 C bytes
+        // side by side in the output row, packed two by two as they are
+        // rounded (pack2_u8: one F2IP a pair) and staged in 2, 4 or 8-byte
+        // stores. Rows 0..15 together reach every window row but the last
+        // k-step's second 8 with HALF, so that step is m16n8k8 there.
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
+        for (int nt = 0; nt < 2; ++nt) {
+          float d[C][4];
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          for (int c = 0; c < C; ++c) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) d[c][i] = 0.0f;
 #pragma unroll
             for (int s = 0; s < KS1; ++s) {
               const int slot = (P + s) % KS1;  // folded: P and s are compile-time after unrolling
-              // Output rows 8 nt .. 8 nt + 7 reach window rows 8 nt .. 8 nt + 6 + ny:
-              // n-tile 1 nothing of k-step 0's first 8 rows; n-tile 0 nothing of the
-              // last k-step's second 8 (ny <= 16 (KS1 - 1) + 1 for every side the
-              // instance takes) nor, with HALF (ny <= 16 KS1 - 23), of its first 8.
-              // Their factors are zero: those products are left out (run 44).
-              // Half: 0 = the whole k-step, 1 = its first 8 rows, 2 = its second 8.
-              if (HALF && nt == 0 && s == KS1 - 1) continue;
-              const int half = nt == 1 && s == 0 ? 2 : s == KS1 - 1 && (HALF || nt == 0) ? 1 : 0;
-              if (half != 0) {  // input rows 16 s + 8 (half - 1) .. + 7 only
-                const int r = 2 * (half - 1);
-                mma_1688(d, wh[slot][c][r], wh[slot][c][r + 1], vh[s][nt][r / 2]);
-                if (!F16) mma_1688(d, wl[slot][c][r], wl[slot][c][r + 1], vh[s][nt][r / 2]);
-                if (LO) mma_1688(d, wh[slot][c][r], wh[slot][c][r + 1], vl[s][nt][r / 2]);
+              const unsigned bh0 = wh[slot][c][nt], bh1 = wh[slot][c][2 + nt];
+              if (HALF && s == KS1 - 1) {  // window rows 16 s .. 16 s + 7 only
+                mma_1688(d[c], va[s][0], va[s][1], bh0);
+                if (!F16) mma_1688(d[c], va[s][0], va[s][1], wl[slot][c][nt]);
+                if (LO) mma_1688(d[c], val[s][0], val[s][1], bh0);
               } else {
-                mma_16816(d, wh[slot][c], vh[s][nt][0], vh[s][nt][1]);
-                if (!F16) mma_16816(d, wl[slot][c], vh[s][nt][0], vh[s][nt][1]);
-                if (LO) mma_16816(d, wh[slot][c], vl[s][nt][0], vl[s][nt][1]);
+                mma_16816(d[c], va[s], bh0, bh1);
+                if (!F16) mma_16816(d[c], va[s], wl[slot][c][nt], wl[slot][c][2 + nt]);
+                if (LO) mma_16816(d[c], val[s], bh0, bh1);
               }
             }
-            // d: (pixel g, rows 8 nt + 2t, + 1), (pixel g + 8, same rows).
-            std::uint8_t* o = stage + (8 * nt + 2 * t) * G::kOutStride + g * C + c;
-            o[0] = static_cast<std::uint8_t>(float_to_u8(d[0]));
-            o[G::kOutStride] = static_cast<std::uint8_t>(float_to_u8(d[1]));
-            o[8 * C] = static_cast<std::uint8_t>(float_to_u8(d[2]));
-            o[G::kOutStride + 8 * C] = static_cast<std::uint8_t>(float_to_u8(d[3]));
+          }
+          // d[c]: (row g, pixels 8 nt + 2t, + 1), (row g + 8, the same pixels).
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            std::uint8_t* const o = stage + (g + 8 * h) * G::kOutStride + (8 * nt + 2 * t) * C;
+            // Output byte e of the pair (pixel e / C, channel e % C).
+            auto v = [&](int e) { return d[e % C][2 * h + e / C]; };
+            if constexpr (C == 1) {
+              *reinterpret_cast<unsigned short*>(o) = static_cast<unsigned short>(pack2_u8(v(0), v(1), 0u));
+            } else if constexpr (C == 3) {  // 6 bytes at an even offset: three 2-byte stores
+#pragma unroll
+              for (int i = 0; i < 3; ++i)
+                reinterpret_cast<unsigned short*>(o)[i] = static_cast<unsigned short>(pack2_u8(v(2 * i), v(2 * i + 1), 0u));
+            } else {  // C == 4: 8 bytes at an 8-byte offset
+              uint2 w;
+              w.x = pack2_u8(v(0), v(1), pack2_u8(v(2), v(3), 0u));
+              w.y = pack2_u8(v(4), v(5), pack2_u8(v(6), v(7), 0u));
+              *reinterpret_cast<uint2*>(o) = w;
+            }
           }
         }
       }
