@@ -27,7 +27,7 @@
 //   A thread's results are then rows g and g + 8 of pixels 2t, 2t + 1 of an
 //   n-tile in every channel: 2 C neighbouring bytes of an output row, rounded
 //   and packed two at a time (pack2_u8, one F2IP a pair on sm_90) and staged
-//   in 2-byte (3 channels), 2-byte (1) or 8-byte (4) stores, where the
+//   in 2-byte (1 and 3 channels) or 8-byte (4) stores, where the
 //   transposed pass 2 (D2^T[x][o], pixels as M) left each thread one byte of
 //   a pixel per store: 1 conversion and 1 byte store an output. Run 50 (H200,
 //   RGB): 8K gaussian:11..17 0.0850-0.0856 -> 0.0807-0.0818 ms, 19..31
@@ -960,8 +960,8 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
         // 8 nt + g: registers nt and 2 + nt), and a thread's results are rows
         // g and g + 8 of pixels 8 nt + 2t, + 1 in every channel, 2 C bytes
         // side by side in the output row, packed two by two as they are
-        // rounded (pack2_u8: one F2IP a pair) and staged in 2, 4 or 8-byte
-        // stores. Rows 0..15 together reach every window row but the last
+        // rounded (pack2_u8: one F2IP a pair) and staged in 2-byte (1 and 3
+        // channels) or 8-byte (4 channels) stores. Rows 0..15 together reach every window row but the last
         // k-step's second 8 with HALF, so that step is m16n8k8 there.
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
