@@ -961,8 +961,9 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
         // g and g + 8 of pixels 8 nt + 2t, + 1 in every channel, 2 C bytes
         // side by side in the output row, packed two by two as they are
         // rounded (pack2_u8: one F2IP a pair) and staged in 2-byte (1 and 3
-        // channels) or 8-byte (4 channels) stores. Rows 0..15 together reach every window row but the last
-        // k-step's second 8 with HALF, so that step is m16n8k8 there.
+        // channels) or 8-byte (4 channels) stores. Rows 0..15 together reach
+        // every window row but the last k-step's second 8 with HALF, so that
+        // step is m16n8k8 there.
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
           float d[C][4];
