@@ -9,7 +9,7 @@
 #                        [--studies "STUDY ..."]   (with the studies step)
 #                        [--tests "test_filter test_image ..."]  (the sanitizer steps' binaries; default all)
 #                        [--per-case] [--deadline SECONDS] [--from TOOL:BINARY:CASE]
-#                        [--case-timeout SECONDS]
+#                        [--case-timeout SECONDS] [--cases REGEX]
 #
 # LIST: comma-separated steps among build, ctest, memcheck, racecheck,
 # initcheck, synccheck, bench, studies (default: all but studies, in that
@@ -35,6 +35,9 @@
 # --case-timeout SECONDS (with --per-case) kills a case's sanitizer process
 # after that long and reports the case as TIMED OUT, a failure: one hung case
 # no longer takes the rest of the call.
+# --cases REGEX (with --per-case) runs only the cases whose Suite.Name matches
+# the extended regular expression, e.g. --cases 'TensorCoreStreaming|Chained'
+# for a pass over the cases of one kernel.
 # SANITIZER (default compute-sanitizer) names the sanitizer program.
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
@@ -45,7 +48,7 @@ LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
 steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all" only_tests=""
-per_case=0 deadline=0 resume_from="" case_timeout=0
+per_case=0 deadline=0 resume_from="" case_timeout=0 cases_re=""
 t_start=$(date +%s)
 SANITIZER=${SANITIZER:-compute-sanitizer}
 while [ $# -gt 0 ]; do
@@ -60,10 +63,12 @@ while [ $# -gt 0 ]; do
     --deadline) deadline="$2"; shift ;;
     --from) resume_from="$2"; shift ;;
     --case-timeout) case_timeout="$2"; shift ;;
+    --cases) cases_re="$2"; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
+if [ -n "$cases_re" ] && [ "$per_case" = 0 ]; then echo "gpu-check: --cases needs --per-case" >&2; exit 2; fi
 want() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 status=0
 note() { echo "== $* ==" | tee -a "$LOGS/summary.txt"; }
@@ -169,7 +174,8 @@ for tool in memcheck racecheck initcheck synccheck; do
       fi
       echo "  $c: $verdict, $(($(date +%s) - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/case.log" | tail -1 | sed 's/^=* *//')"
       cat "$LOGS/case.log" >>"$LOGS/${tool}_$n.log"
-    done < <("$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | awk '/^[^ ]/ {s = $1} /^  / {print s $1}')
+    done < <("$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | awk '/^[^ ]/ {s = $1} /^  / {print s $1}' \
+               | { if [ -n "$cases_re" ]; then grep -E -- "$cases_re"; else cat; fi; })
     rm -f "$LOGS/case.log"
     [ -z "$stopped" ] || break
   done
