@@ -9,7 +9,7 @@
 #                        [--studies "STUDY ..."]   (with the studies step)
 #                        [--tests "test_filter test_image ..."]  (the sanitizer steps' binaries; default all)
 #                        [--per-case] [--deadline SECONDS] [--from TOOL:BINARY:CASE]
-#                        [--case-timeout SECONDS] [--cases REGEX]
+#                        [--case-timeout SECONDS] [--cases REGEX] [--skip-cases REGEX]
 #
 # LIST: comma-separated steps among build, ctest, memcheck, racecheck,
 # initcheck, synccheck, bench, studies (default: all but studies, in that
@@ -37,7 +37,8 @@
 # no longer takes the rest of the call.
 # --cases REGEX (with --per-case) runs only the cases whose Suite.Name matches
 # the extended regular expression, e.g. --cases 'TensorCoreStreaming|Chained'
-# for a pass over the cases of one kernel.
+# for a pass over the cases of one kernel; --skip-cases REGEX (with --per-case)
+# leaves out those that match (e.g. the ones an earlier call ran).
 # SANITIZER (default compute-sanitizer) names the sanitizer program.
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
@@ -48,7 +49,7 @@ LOGS=${OUT:-build/gpu-logs}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
 steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all" only_tests=""
-per_case=0 deadline=0 resume_from="" case_timeout=0 cases_re=""
+per_case=0 deadline=0 resume_from="" case_timeout=0 cases_re="" skip_re=""
 t_start=$(date +%s)
 SANITIZER=${SANITIZER:-compute-sanitizer}
 while [ $# -gt 0 ]; do
@@ -64,11 +65,12 @@ while [ $# -gt 0 ]; do
     --from) resume_from="$2"; shift ;;
     --case-timeout) case_timeout="$2"; shift ;;
     --cases) cases_re="$2"; shift ;;
+    --skip-cases) skip_re="$2"; shift ;;
     *) echo "gpu-check: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
 done
-if [ -n "$cases_re" ] && [ "$per_case" = 0 ]; then echo "gpu-check: --cases needs --per-case" >&2; exit 2; fi
+if [ -n "$cases_re$skip_re" ] && [ "$per_case" = 0 ]; then echo "gpu-check: --cases and --skip-cases need --per-case" >&2; exit 2; fi
 want() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 status=0
 note() { echo "== $* ==" | tee -a "$LOGS/summary.txt"; }
@@ -175,7 +177,8 @@ for tool in memcheck racecheck initcheck synccheck; do
       echo "  $c: $verdict, $(($(date +%s) - t0)) s, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/case.log" | tail -1 | sed 's/^=* *//')"
       cat "$LOGS/case.log" >>"$LOGS/${tool}_$n.log"
     done < <("$t" --gtest_list_tests --gtest_filter="$filter" 2>/dev/null | awk '/^[^ ]/ {s = $1} /^  / {print s $1}' \
-               | { if [ -n "$cases_re" ]; then grep -E -- "$cases_re"; else cat; fi; })
+               | { if [ -n "$cases_re" ]; then grep -E -- "$cases_re"; else cat; fi; } \
+               | { if [ -n "$skip_re" ]; then grep -v -E -- "$skip_re"; else cat; fi; })
     rm -f "$LOGS/case.log"
     [ -z "$stopped" ] || break
   done
