@@ -60,8 +60,11 @@
 // both sides of the score formula's branches and select per lane (a division
 // by a zero denominator yields inf in a lane that is then not selected).
 // Neither option allows reassociation or contraction: every selected value is
-// the same correctly rounded result as in a scalar call.
+// the same correctly rounded result as in a scalar call. (Clang has no such
+// pragma: it builds the file with its defaults, which are only slower.)
+#if !defined(__clang__)
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+#endif
 
 #include <omp.h>
 
@@ -92,6 +95,25 @@
 #define PIXELKIT_MATCH_X86 1
 #else
 #define PIXELKIT_MATCH_X86 0
+#endif
+// Which x86 paths are built. GCC builds them all: the trait functions carry
+// target attributes and the `flatten` band functions inline them. Clang
+// refuses an AVX vector passed by value between an attributed trait function
+// and the unattributed templates that call it (its ABI check comes before
+// flatten's inlining), so under clang a path is built only where the whole
+// file is compiled for its instruction set (-march=native on such a CPU, or
+// -mavx2 -mfma, -mavx512f -mavx512bw -mavx512vnni); cpu_has reports the
+// others as absent, and the match runs on the best path built.
+#if PIXELKIT_MATCH_X86 && (!defined(__clang__) || (defined(__AVX2__) && defined(__FMA__)))
+#define PIXELKIT_MATCH_AVX2 1
+#else
+#define PIXELKIT_MATCH_AVX2 0
+#endif
+#if PIXELKIT_MATCH_X86 && \
+    (!defined(__clang__) || (defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)))
+#define PIXELKIT_MATCH_AVX512 1
+#else
+#define PIXELKIT_MATCH_AVX512 0
 #endif
 
 #if !defined(__GNUC__)
@@ -162,6 +184,7 @@ struct IntSse2 {
 };
 
 #define PK_AVX2 __attribute__((target("avx2,fma")))
+#if PIXELKIT_MATCH_AVX2
 struct IntAvx2 {
   static constexpr int L = 8, NV = 2, R = 4, K = 2, kOffset = 0;
   static constexpr std::int64_t kMaxStep = 2 * 255 * 255;
@@ -176,7 +199,9 @@ struct IntAvx2 {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
   }
 };
+#endif
 
+#if PIXELKIT_MATCH_AVX512
 #define PK_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 struct IntVnni {
   static constexpr int L = 16, NV = 4, R = 4, K = 4, kOffset = 128;  // 4x4 measured best of 3x7, 4x6, 6x4, 8x3
@@ -198,6 +223,7 @@ struct IntVnni {
   PK_VNNI static inline void store(std::int32_t* p, V v) { _mm512_storeu_si512(p, v); }
 };
 #endif
+#endif
 
 // f32 images: f64 lanes.
 struct F64Generic {
@@ -214,7 +240,7 @@ struct F64Generic {
   static inline void store(double* p, V v) { std::memcpy(p, &v, sizeof v); }
 };
 
-#if PIXELKIT_MATCH_X86
+#if PIXELKIT_MATCH_AVX2
 struct F64Avx2 {
   static constexpr int L = 4, NV = 2, R = 4, K = 1, kOffset = 0;
   static constexpr std::int64_t kMaxStep = 0;
@@ -227,8 +253,12 @@ struct F64Avx2 {
   PK_AVX2 static inline V dp(V acc, V img, V tap) { return _mm256_fmadd_pd(img, tap, acc); }
   PK_AVX2 static inline void store(double* p, V v) { _mm256_storeu_pd(p, v); }
 };
+#endif
 
+#if PIXELKIT_MATCH_X86
 #define PK_AVX512 __attribute__((target("avx512f")))
+#endif
+#if PIXELKIT_MATCH_AVX512
 struct F64Avx512 {
   static constexpr int L = 8, NV = 4, R = 4, K = 1, kOffset = 0;
   static constexpr std::int64_t kMaxStep = 0;
@@ -248,9 +278,9 @@ bool cpu_has(Isa isa) {
   switch (isa) {
     case Isa::generic:
     case Isa::sse2: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::avx2: return PIXELKIT_MATCH_AVX2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      return PIXELKIT_MATCH_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni");
   }
   return false;
@@ -833,14 +863,18 @@ __attribute__((flatten)) void band_f32_generic(const DirectJob& j, ThreadScratch
 __attribute__((flatten)) void band_u8_sse2(const DirectJob& j, ThreadScratch& s, int a, int b) {
   band_direct<IntSse2, std::uint8_t>(j, s, a, b);
 }
+#endif
+#if PIXELKIT_MATCH_AVX2
 PK_AVX2 __attribute__((flatten)) void band_u8_avx2(const DirectJob& j, ThreadScratch& s, int a, int b) {
   band_direct<IntAvx2, std::uint8_t>(j, s, a, b);
 }
-PK_VNNI __attribute__((flatten)) void band_u8_vnni(const DirectJob& j, ThreadScratch& s, int a, int b) {
-  band_direct<IntVnni, std::uint8_t>(j, s, a, b);
-}
 PK_AVX2 __attribute__((flatten)) void band_f32_avx2(const DirectJob& j, ThreadScratch& s, int a, int b) {
   band_direct<F64Avx2, float>(j, s, a, b);
+}
+#endif
+#if PIXELKIT_MATCH_AVX512
+PK_VNNI __attribute__((flatten)) void band_u8_vnni(const DirectJob& j, ThreadScratch& s, int a, int b) {
+  band_direct<IntVnni, std::uint8_t>(j, s, a, b);
 }
 PK_AVX512 __attribute__((flatten)) void band_f32_avx512(const DirectJob& j, ThreadScratch& s, int a, int b) {
   band_direct<F64Avx512, float>(j, s, a, b);
@@ -867,8 +901,18 @@ IsaGeom isa_geom(Isa isa, bool u8) {
     case Isa::sse2:
       if (u8) return geom_of<IntSse2>(band_u8_sse2);
       break;
-    case Isa::avx2: return u8 ? geom_of<IntAvx2>(band_u8_avx2) : geom_of<F64Avx2>(band_f32_avx2);
-    case Isa::avx512: return u8 ? geom_of<IntVnni>(band_u8_vnni) : geom_of<F64Avx512>(band_f32_avx512);
+    case Isa::avx2:
+#if PIXELKIT_MATCH_AVX2
+      return u8 ? geom_of<IntAvx2>(band_u8_avx2) : geom_of<F64Avx2>(band_f32_avx2);
+#else
+      break;
+#endif
+    case Isa::avx512:
+#if PIXELKIT_MATCH_AVX512
+      return u8 ? geom_of<IntVnni>(band_u8_vnni) : geom_of<F64Avx512>(band_f32_avx512);
+#else
+      break;
+#endif
   }
 #else
   (void)isa;
