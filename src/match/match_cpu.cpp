@@ -897,22 +897,16 @@ IsaGeom geom_of(BandFn band) {
 IsaGeom isa_geom(Isa isa, bool u8) {
 #if PIXELKIT_MATCH_X86
   switch (isa) {
-    case Isa::generic: break;
     case Isa::sse2:
       if (u8) return geom_of<IntSse2>(band_u8_sse2);
       break;
-    case Isa::avx2:
 #if PIXELKIT_MATCH_AVX2
-      return u8 ? geom_of<IntAvx2>(band_u8_avx2) : geom_of<F64Avx2>(band_f32_avx2);
-#else
-      break;
+    case Isa::avx2: return u8 ? geom_of<IntAvx2>(band_u8_avx2) : geom_of<F64Avx2>(band_f32_avx2);
 #endif
-    case Isa::avx512:
 #if PIXELKIT_MATCH_AVX512
-      return u8 ? geom_of<IntVnni>(band_u8_vnni) : geom_of<F64Avx512>(band_f32_avx512);
-#else
-      break;
+    case Isa::avx512: return u8 ? geom_of<IntVnni>(band_u8_vnni) : geom_of<F64Avx512>(band_f32_avx512);
 #endif
+    default: break;  // generic, and a path not built (cpu_has never picks it)
   }
 #else
   (void)isa;
