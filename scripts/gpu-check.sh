@@ -40,12 +40,17 @@
 # for a pass over the cases of one kernel; --skip-cases REGEX (with --per-case)
 # leaves out those that match (e.g. the ones an earlier call ran).
 # SANITIZER (default compute-sanitizer) names the sanitizer program.
+# LOGS names the folder of the logs (default $OUT, else build/gpu-logs). The
+# device tool brings back only a few files from $OUT, and none of a call cut
+# off by its time limit but what is there: when the steps are many, set
+# LOGS=build/gpu-logs and copy the logs you want into $OUT (session 46 lost
+# ctest.log among 25 files).
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/gpu}
-LOGS=${OUT:-build/gpu-logs}
+LOGS=${LOGS:-${OUT:-build/gpu-logs}}
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$LOGS"
 steps="build,ctest,memcheck,racecheck,initcheck,synccheck,bench" quick="" studies_args="all" only_tests=""

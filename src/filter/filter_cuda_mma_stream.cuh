@@ -531,6 +531,38 @@ __device__ __forceinline__ unsigned pack_half2(__half a, __half b) {
   return static_cast<unsigned>(__half_as_ushort(a)) | static_cast<unsigned>(__half_as_ushort(b)) << 16;
 }
 
+/// store_unit<C, 0, true> (the 4-pixel unit of C interleaved words into the
+/// C planes as fp16 subnormals), all channels at once: where the two pixels
+/// of a pair lie in different words, one PRMT first gathers the bytes of two
+/// such pairs into one word (RGB: r2, g2, r3, g3 from w1 and w2, and g0, b0,
+/// g1, b1 from w0 and w1; four channels: two channels of pixels 0 and 1, or
+/// of 2 and 3), then one PRMT a pair places them under zero bytes. RGB takes
+/// 8 PRMT where store_unit takes 10, four channels 12 where it takes 16
+/// (notes, session 45 and run 51); the same values (unit_channel's).
+template <int C>
+__device__ __forceinline__ void store_unit_gather(__half* in, int plane, int off, const unsigned (&w)[C]) {
+  auto put = [&](int c, unsigned lo, unsigned hi) {
+    *reinterpret_cast<uint2*>(in + c * plane + off) = make_uint2(lo, hi);
+  };
+  auto place = [](unsigned v, unsigned sel) { return __byte_perm(v, 0u, sel); };  // word_to_half2<true>
+  if constexpr (C == 3) {
+    const unsigned x = __byte_perm(w[1], w[2], 0x6532u);  // r2 g2 r3 g3
+    put(0, place(w[0], 0x4340u), place(x, 0x4240u));
+    const unsigned y = __byte_perm(w[0], w[1], 0x5421u);  // g0 b0 g1 b1
+    put(1, place(y, 0x4240u), place(x, 0x4341u));
+    put(2, place(y, 0x4341u), place(w[2], 0x4340u));
+  } else if constexpr (C == 4) {
+    const unsigned rg0 = __byte_perm(w[0], w[1], 0x5410u), rg1 = __byte_perm(w[2], w[3], 0x5410u);  // r g, r g
+    put(0, place(rg0, 0x4240u), place(rg1, 0x4240u));
+    put(1, place(rg0, 0x4341u), place(rg1, 0x4341u));
+    const unsigned ba0 = __byte_perm(w[0], w[1], 0x7632u), ba1 = __byte_perm(w[2], w[3], 0x7632u);  // b a, b a
+    put(2, place(ba0, 0x4240u), place(ba1, 0x4240u));
+    put(3, place(ba0, 0x4341u), place(ba1, 0x4341u));
+  } else {
+    store_unit<C, 0, true>(in, plane, off, w);
+  }
+}
+
 /// Input rows of one 16-row block, loaded into registers before they are
 /// converted: warp w loads rows w, w + kWarps, ...; lane q the 4-pixel unit q
 /// (C words) of each. Rows beyond the image map through border_index once a
@@ -603,8 +635,10 @@ struct MmaStreamLoads {
 
   /// Planar fp16 into `buf` (C planes of 16 rows x S halves), each byte b
   /// as the subnormal b * 2^-24 (MmaStreamCoeffs::row_scale); or, for the
-  /// INT kernels, planar bytes (C planes of 16 rows x S bytes).
-  template <int S, typename E>
+  /// INT kernels, planar bytes (C planes of 16 rows x S bytes). GATHER: the
+  /// fp16 units through store_unit_gather (fewer PRMT, more registers; the
+  /// kernel's choice, notes run 51).
+  template <int S, bool GATHER, typename E>
   __device__ __forceinline__ void store(E* buf, int units, int warp, int lane) const {
 #pragma unroll
     for (int j = 0; j < mma_stream_tuning::kRowsPerWarp; ++j) {
@@ -612,6 +646,8 @@ struct MmaStreamLoads {
       if (lane < units) {
         if constexpr (sizeof(E) == 1)
           store_unit_u8<C>(buf, 16 * S, r * S + 4 * lane, w[j]);
+        else if constexpr (GATHER)
+          store_unit_gather<C>(buf, 16 * S, r * S + 4 * lane, w[j]);
         else
           store_unit<C, 0, true>(buf, 16 * S, r * S + 4 * lane, w[j]);
       }
@@ -641,6 +677,11 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
   using G = MmaStreamGeom<C, KS1, KS2, INT>;
   using E = std::conditional_t<INT, std::uint8_t, __half>;  // a tile element
   constexpr int S = G::kS;
+  // The input conversion with gathered pairs where it measured faster (H200,
+  // notes, run 51: the F16 instances that are not lean, -1% at 8K RGB
+  // gaussian:19..31, -1 to -2% at four channels); the lean instances spill
+  // with it (24 bytes where 4; +3% at 8K), and the LO ones were not measured.
+  constexpr bool kGather = F16 && !LEAN;
   extern __shared__ float4 smem4[];
   E* const buf0 = reinterpret_cast<E*>(smem4);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -837,7 +878,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
     };
     auto convert = [&](int b) {
       E* buf = buf0 + (b & 1) * G::kBuf;
-      with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S>(buf, units, warp, lane); });
+      with_set(b, [&](const MmaStreamLoads<C>& l) { l.template store<S, kGather>(buf, units, warp, lane); });
       if (fix_item) fix_columns(buf);
     };
 
@@ -1121,7 +1162,7 @@ __global__ void __launch_bounds__(mma_stream_tuning::kThreads, mma_stream_tuning
               const int j = j0 + P;
               const int b = j + KS1 - 1;
               flush_whole(j - 1);
-              pre[P].template store<S>(buf0 + ((b + 1) & 1) * G::kBuf, units, warp, lane);
+              pre[P].template store<S, kGather>(buf0 + ((b + 1) & 1) * G::kBuf, units, warp, lane);
               pre[P].issue_inside(p, static_cast<std::ptrdiff_t>(block_row(b + 1 + PF)) * a.src.pitch + lane_src,
                                   lane_active);
               pass1(b, std::integral_constant<int, (P + KS1 - 1) % KS1>{});
