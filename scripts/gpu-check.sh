@@ -41,10 +41,9 @@
 # leaves out those that match (e.g. the ones an earlier call ran).
 # SANITIZER (default compute-sanitizer) names the sanitizer program.
 # LOGS names the folder of the logs (default $OUT, else build/gpu-logs). The
-# device tool brings back only a few files from $OUT, and none of a call cut
-# off by its time limit but what is there: when the steps are many, set
-# LOGS=build/gpu-logs and copy the logs you want into $OUT (session 46 lost
-# ctest.log among 25 files).
+# device tool brings back only a few of the files in $OUT: when the steps are
+# many, set LOGS=build/gpu-logs and copy the logs you need into $OUT (session
+# 46 lost ctest.log among 25 files).
 # Per case, a case that makes no CUDA call (compute-sanitizer: "terminated
 # before first instrumented API call") is reported as such, not as a failure.
 set -uo pipefail
