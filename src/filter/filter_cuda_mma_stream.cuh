@@ -544,20 +544,19 @@ __device__ __forceinline__ void store_unit_gather(__half* in, int plane, int off
   auto put = [&](int c, unsigned lo, unsigned hi) {
     *reinterpret_cast<uint2*>(in + c * plane + off) = make_uint2(lo, hi);
   };
-  auto place = [](unsigned v, unsigned sel) { return __byte_perm(v, 0u, sel); };  // word_to_half2<true>
   if constexpr (C == 3) {
     const unsigned x = __byte_perm(w[1], w[2], 0x6532u);  // r2 g2 r3 g3
-    put(0, place(w[0], 0x4340u), place(x, 0x4240u));
+    put(0, word_to_half2<true>(w[0], 0x4340u), word_to_half2<true>(x, 0x4240u));
     const unsigned y = __byte_perm(w[0], w[1], 0x5421u);  // g0 b0 g1 b1
-    put(1, place(y, 0x4240u), place(x, 0x4341u));
-    put(2, place(y, 0x4341u), place(w[2], 0x4340u));
+    put(1, word_to_half2<true>(y, 0x4240u), word_to_half2<true>(x, 0x4341u));
+    put(2, word_to_half2<true>(y, 0x4341u), word_to_half2<true>(w[2], 0x4340u));
   } else if constexpr (C == 4) {
     const unsigned rg0 = __byte_perm(w[0], w[1], 0x5410u), rg1 = __byte_perm(w[2], w[3], 0x5410u);  // r g, r g
-    put(0, place(rg0, 0x4240u), place(rg1, 0x4240u));
-    put(1, place(rg0, 0x4341u), place(rg1, 0x4341u));
+    put(0, word_to_half2<true>(rg0, 0x4240u), word_to_half2<true>(rg1, 0x4240u));
+    put(1, word_to_half2<true>(rg0, 0x4341u), word_to_half2<true>(rg1, 0x4341u));
     const unsigned ba0 = __byte_perm(w[0], w[1], 0x7632u), ba1 = __byte_perm(w[2], w[3], 0x7632u);  // b a, b a
-    put(2, place(ba0, 0x4240u), place(ba1, 0x4240u));
-    put(3, place(ba0, 0x4341u), place(ba1, 0x4341u));
+    put(2, word_to_half2<true>(ba0, 0x4240u), word_to_half2<true>(ba1, 0x4240u));
+    put(3, word_to_half2<true>(ba0, 0x4341u), word_to_half2<true>(ba1, 0x4341u));
   } else {
     store_unit<C, 0, true>(in, plane, off, w);
   }
