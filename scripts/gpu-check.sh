@@ -24,6 +24,9 @@
 # test_filter, then --steps build,racecheck --tests "test_integral test_match"
 # and the rest, then --steps build,bench --quick-bench. (build is quick when
 # nothing changed and the machine is still warm; every step needs a build.)
+# With --case-timeout, give racecheck 300 s or more for
+# IntegralCudaLookBack.ManyCallsAcrossTheEpochWrap: it took 238 s under
+# racecheck on an H200 (session 48; the other cases take 1-72 s).
 #
 # --per-case runs each GPU case of a binary as its own sanitizer process (a
 # log per case, and one slow case no longer holds the rest hostage);
