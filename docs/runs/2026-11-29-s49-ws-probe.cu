@@ -28,7 +28,7 @@
 // only issues the TMA loads); TSTORE; GATHER (store_unit_gather's 8 PRMT a
 // unit). Build flags: WS_TIMED (cycles a warp spends in each part of a step),
 // WS_HINT (try_wait with a suspend-time hint), WS_NOFENCE (no proxy fence
-// before a raw slot's reload).
+// before a raw slot's reload), WS_HOIST (the producers' unit offsets computed once).
 //
 // Build (dev box; sm_90a for setmaxnreg):
 //   nvcc -O3 -DNDEBUG -gencode arch=compute_90a,code=sm_90a -std=c++17 --expt-relaxed-constexpr \
@@ -218,6 +218,16 @@ __global__ void __launch_bounds__(32 * (NC + NP), MINB) ws_kernel(const __grid_c
     }
     unsigned long long w_raw = 0, w_empty = 0, w_bar = 0, w_conv = 0, w_issue = 0;
     (void)w_bar, (void)w_conv, (void)w_issue;
+    constexpr int kTotal = 16 * G::kUnits, kPer = (kTotal + 32 * NPC - 1) / (32 * NPC);
+#if defined(WS_HOIST)
+    int u_raw[kPer], u_tile[kPer];
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int q = pt + 32 * NPC * j;
+      u_raw[j] = (q / G::kUnits) * G::kRawRow + 12 * (q % G::kUnits);
+      u_tile[j] = (q / G::kUnits) * G::kRS + 4 * (q % G::kUnits);
+    }
+#endif
     Cursor cc_;
     first(cc_);
     for (int i = 0; cc_.it < items; ++i, next(cc_)) {
@@ -230,13 +240,22 @@ __global__ void __launch_bounds__(32 * (NC + NP), MINB) ws_kernel(const __grid_c
       const long long tc = clock64();
 #endif
       if constexpr (UNITS) {  // 4-pixel units, evenly over the producer threads, every load first
-        constexpr int kTotal = 16 * G::kUnits, kPer = (kTotal + 32 * NPC - 1) / (32 * NPC);
+#if defined(WS_HOIST)  // the units' offsets, the same every step, computed once (before the loop)
+        const unsigned char* rs_base = rslot;
+        __half* t_base = tile;
+#define WS_RAW(j) (rs_base + u_raw[j])
+#define WS_TILE(j) (u_tile[j])
+#else
+#define WS_RAW(j) (rslot + (q / G::kUnits) * G::kRawRow + 12 * (q % G::kUnits))
+#define WS_TILE(j) ((q / G::kUnits) * G::kRS + 4 * (q % G::kUnits))
+#endif
         unsigned w[kPer][3];
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
           const int q = pt + 32 * NPC * j;
+          (void)q;
           if (kTotal % (32 * NPC) == 0 || q < kTotal) {
-            const unsigned* s = reinterpret_cast<const unsigned*>(rslot + (q / G::kUnits) * G::kRawRow + 12 * (q % G::kUnits));
+            const unsigned* s = reinterpret_cast<const unsigned*>(WS_RAW(j));
             w[j][0] = s[0];
             w[j][1] = s[1];
             w[j][2] = s[2];
@@ -245,17 +264,25 @@ __global__ void __launch_bounds__(32 * (NC + NP), MINB) ws_kernel(const __grid_c
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
           const int q = pt + 32 * NPC * j;
+          (void)q;
           if (kTotal % (32 * NPC) == 0 || q < kTotal) {
+#if defined(WS_HOIST)
+            __half* const tile_j = t_base;
+#else
+            __half* const tile_j = tile;
+#endif
             if constexpr (GATHER) {  // 8 PRMT a unit (the library's non-lean fp16 instances, run 51)
-              store_unit_gather<3>(tile, G::kPlane, (q / G::kUnits) * G::kRS + 4 * (q % G::kUnits), w[j]);
+              store_unit_gather<3>(tile_j, G::kPlane, WS_TILE(j), w[j]);
             } else {
-              __half* dst = tile + (q / G::kUnits) * G::kRS + 4 * (q % G::kUnits);
+              __half* dst = tile_j + WS_TILE(j);
               *reinterpret_cast<uint2*>(dst) = unit_channel<3, 0, true>(w[j]);
               *reinterpret_cast<uint2*>(dst + G::kPlane) = unit_channel<3, 1, true>(w[j]);
               *reinterpret_cast<uint2*>(dst + 2 * G::kPlane) = unit_channel<3, 2, true>(w[j]);
             }
           }
         }
+#undef WS_RAW
+#undef WS_TILE
       } else {
       for (int q = pt; q < 16 * G::kChunks; q += 32 * NPC) {
         const int rr = q / G::kChunks, cc = q % G::kChunks;
