@@ -116,6 +116,7 @@ template <int NC>
 struct Geo {
   static constexpr int kTilePx = 16 * NC + 32;
   static constexpr int kChunks = kTilePx / 16;       // 48-byte chunks a tile row
+  static_assert(kChunks * 16 == kTilePx, "whole chunks");
   static constexpr int kUnits = kTilePx / 4;         // 12-byte units a tile row
   static constexpr int kRS = kTilePx + 8;  // row stride (halves): 80 mod 128 bytes, ldmatrix rows conflict-free
   static_assert(NC % 4 == 0, "kRS");
@@ -627,6 +628,8 @@ int main(int argc, char** argv) {
     if (want("c")) Variant<8, 4, 3, 3, 2, true, 40, 96, false, false, true>::run("NC8 NP4 40/96 gather", base, W, H, din, dout, host, g, band);
     if (want("d")) Variant<8, 8, 3, 3, 2, true, 40, 88, false, false, true>::run("NC8 NP8 40/88 gather", base, W, H, din, dout, host, g, band);
     if (want("e")) Variant<8, 8, 3, 3, 2, false, 40, 88>::run("NC8 NP8 40/88 chunks", base, W, H, din, dout, host, g, band);
+    if (want("f")) Variant<4, 4, 3, 3, 3, true, 40, 120>::run("NC4 NP4 3/SM 40/120", base, W, H, din, dout, host, g, band);
+    if (want("g")) Variant<4, 4, 2, 3, 3, true, 40, 120>::run("NC4 NP4 NS2 3/SM 40/120", base, W, H, din, dout, host, g, band);
   }
   return 0;
 }
