@@ -1739,6 +1739,158 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
   }
 }
 
+// The fp16 dense 3x3 instance without the ring (stream_regs_kernel; notes,
+// run 54), which the host takes with PIXELKIT_CUDA_FILTER_REGS=on where the
+// one-wave layout's segments would be short (every size here), forms
+// products_h's sums in the same order: its outputs equal the ring walk's
+// (the switch unset: not yet the default) bit for bit
+// on every border and 1, 3 and 4 channels, and agree with ref. The sizes put
+// row ends on every kind of chunk: rows shorter than a chunk (1 to 15
+// bytes), rows that end 1 to 4 bytes past a chunk (the word after it
+// partly outside), at a chunk's end, and beyond a warp's 512 bytes; heights
+// of 1 to 3 rows and ones that leave the last thread 1 to 3 of its 4 rows;
+// and a sub-view whose pitch exceeds its width.
+TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool sm80 = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
+  const std::vector<Kernel> kernels = {random_smoothing3(95), parse_kernel("1,2,1;2,5,2;1,2,1/17")};
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {3, 2, 1},   {4, 3, 3},  {2, 17, 4},  {5, 6, 3},   {6, 5, 3},
+                                        {12, 7, 3},  {13, 9, 3},  {17, 5, 1}, {20, 6, 1},  {5, 10, 4},  {9, 3, 4},
+                                        {170, 9, 3}, {171, 10, 3}, {128, 7, 4}, {129, 6, 4}, {257, 33, 1}, {700, 61, 3},
+                                        {341, 5, 3}};
+  std::uint32_t seed = 3500;
+  // The cuda backend on the device view dsrc; *path gets its path.
+  auto on_device = [](const ConstImageView& dsrc, const Kernel& k, const Border& b, std::string* path) {
+    Image ddst(dsrc.width, dsrc.height, dsrc.channels, PixelType::u8, Memory::device);
+    RunInfo info;
+    Options o;
+    o.backend = Backend::cuda;
+    o.info = &info;
+    Filter2D(k, b)(dsrc, ddst.view(), o);
+    synchronize(nullptr);
+    *path = info.path;
+    return clone(ddst.cview(), Memory::host);
+  };
+  auto check = [&](const ConstImageView& src, const ConstImageView& dsrc, const std::string& what) {
+    for (const Kernel& k : kernels)
+      for (const Border& b : all_borders()) {
+        std::string regs_path, ring_path;
+        const Image regs = [&] {
+          ScopedEnv e("PIXELKIT_CUDA_FILTER_REGS", "on");
+          return on_device(dsrc, k, b, &regs_path);
+        }();
+        const Image ring = on_device(dsrc, k, b, &ring_path);
+        const std::string where = what + " " + k.name + " " + to_string(b) + ": " + regs_path;
+        EXPECT_EQ(count_differing(regs.cview(), ring.cview()), 0) << where;
+        EXPECT_TRUE(agrees(regs, run(Backend::ref, src, k, b))) << where;
+        if (sm80) {
+          EXPECT_NE(regs_path.find("dense streaming 3x3 in fp16 in registers"), std::string::npos) << where;
+          EXPECT_NE(ring_path.find("dense streaming 3x3 in fp16"), std::string::npos) << ring_path;
+          EXPECT_EQ(ring_path.find("in registers"), std::string::npos) << ring_path;
+        }
+      }
+  };
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    const Image dsrc = clone(src.cview(), Memory::device);
+    check(src.cview(), dsrc.cview(), std::to_string(sz.w) + "x" + std::to_string(sz.h) + "x" + std::to_string(sz.c));
+  }
+  // A sub-view 16 bytes in, whose pitch exceeds its width (the streaming
+  // kernels take 16-byte aligned rows).
+  const Image parent = random_image(400, 40, 4, PixelType::u8, ++seed);
+  const Image dparent = clone(parent.cview(), Memory::device);
+  check(parent.cview().sub(4, 3, 301, 30), dparent.cview().sub(4, 3, 301, 30), "sub-view 301x30 of 400x40x4");
+  // A host image: the cuda backend's pinned, chunked path (row ranges).
+  ScopedEnv regs_on("PIXELKIT_CUDA_FILTER_REGS", "on");
+  const Image host = random_image(333, 517, 3, PixelType::u8, ++seed);
+  for (const Border& b : all_borders())
+    EXPECT_TRUE(agrees(run(Backend::cuda, host.cview(), kernels[0], b), run(Backend::ref, host.cview(), kernels[0], b)))
+        << to_string(b);
+}
+
+// Dense 5x5 kernels whose fp16 error bound in stream_regs_kernel's order
+// (each kernel row summed, then the rows) is at most kStreamHalfMaxError run
+// on it with PIXELKIT_CUDA_FILTER_REGS=on (notes, run 54): within 1 of ref's
+// on every border, 1, 3 and 4 channels and the sizes above, the path naming
+// it; with the switch unset (not yet the default) they take the dense
+// tensor-core kernel, and kernels beyond the bound never take it. The benchmark's random dense 5x5
+// (coefficients 1/25 +- 1/25) is bound by 0.54 in this order, 0.99 in
+// row-major order.
+TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
+  PIXELKIT_REQUIRE_GPU();
+  const bool sm80 = device_has_tensor_core_path();
+  ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
+  ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
+  auto regs_on = std::make_unique<ScopedEnv>("PIXELKIT_CUDA_FILTER_REGS", "on");
+  auto smoothing5 = [](std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    std::vector<float> c(25);
+    float sum = 0;
+    for (auto& v : c) sum += v = d(rng);
+    for (auto& v : c) v = v / 25 + (1.0f - sum / 25) / 25;
+    return Kernel::from_matrix(5, 5, c, "smoothing5x5");
+  };
+  const std::vector<Kernel> kernels = {smoothing5(1005), smoothing5(96),
+                                       parse_kernel("0,1,1,1,0;1,1,1,1,1;1,1,1,1,1;1,1,1,1,1;0,1,1,1,0/21")};
+#if PIXELKIT_WITH_CUDA
+  for (const Kernel& k : kernels) {
+    const std::vector<float>& c = k.coeffs;
+    ASSERT_LE(detail::cuda_filter::stream_regs5_half_error_bound(c.data()), detail::cuda_filter::kStreamHalfMaxError)
+        << k.name;
+  }
+  EXPECT_GT(detail::cuda_filter::stream_regs5_half_error_bound(random_kernel(5, 5, 97).coeffs.data()),
+            detail::cuda_filter::kStreamHalfMaxError);
+#endif
+  const std::vector<SweepSize> sizes = {{1, 1, 3},   {3, 2, 1},  {4, 3, 3},   {2, 17, 4},  {5, 6, 3},  {12, 7, 3},
+                                        {13, 9, 3},  {17, 5, 1}, {20, 6, 1},  {5, 10, 4},  {9, 3, 4},  {170, 9, 3},
+                                        {171, 10, 3}, {129, 6, 4}, {257, 33, 1}, {700, 61, 3}, {341, 5, 3}};
+  std::uint32_t seed = 3600;
+  long long differing = 0, total = 0;
+  for (const auto& sz : sizes) {
+    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
+    for (const Kernel& k : kernels)
+      for (const Border& b : all_borders()) {
+        std::string path;
+        const Image got = run_device(src.cview(), k, b, &path);
+        const Image want = run(Backend::ref, src, k, b);
+        const std::string where = label(src.cview(), k, b) + ": " + path;
+        EXPECT_TRUE(agrees(got, want)) << where;
+        differing += count_differing(got.cview(), want.cview());
+        total += static_cast<long long>(sz.w) * sz.h * sz.c;
+        if (sm80) EXPECT_NE(path.find("dense streaming 5x5 in fp16 in registers"), std::string::npos) << where;
+      }
+  }
+  std::printf("dense 5x5 in fp16 in registers vs ref: %lld of %lld elements off by one\n", differing, total);
+  EXPECT_LE(differing, total / 5);
+  // The sub-view of the 3x3 test, and the switches.
+  const Image parent = random_image(400, 40, 4, PixelType::u8, ++seed);
+  const Image sub_host = clone(parent.cview().sub(4, 3, 301, 30), Memory::host);
+  const Image dparent = clone(parent.cview(), Memory::device);
+  {
+    Image ddst(301, 30, 4, PixelType::u8, Memory::device);
+    Options o;
+    o.backend = Backend::cuda;
+    Filter2D(kernels[0], Border{})(dparent.cview().sub(4, 3, 301, 30), ddst.view(), o);
+    synchronize(nullptr);
+    EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, sub_host.cview(), kernels[0], Border{})));
+  }
+  regs_on.reset();
+  const Image src = random_image(300, 90, 3, PixelType::u8, ++seed);
+  for (const char* regs : {"on", ""}) {
+    ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", regs);
+    for (const Kernel& k : {kernels[0], random_kernel(5, 5, 97)}) {
+      std::string path;
+      const Image got = run_device(src.cview(), k, Border{}, &path);
+      EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, Border{}))) << regs << " " << k.name << " " << path;
+      const bool fp16_regs = *regs != '\0' && k.name == kernels[0].name;
+      if (sm80) EXPECT_EQ(path.find("in registers") != std::string::npos, fp16_regs) << regs << " " << k.name << " " << path;
+    }
+  }
+}
+
 TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   PIXELKIT_REQUIRE_GPU();
   // 2000 x 600 RGB: 12 strips, segments of tens of rows, so each warp's ring

@@ -197,6 +197,21 @@ int dense_rows_policy() {
   return n == 16 || n == 32 || n == 48 || n == 64 ? n : 0;
 }
 
+/// PIXELKIT_CUDA_FILTER_REGS: the fp16 dense 3x3 and 5x5 kernels without
+/// the ring (stream_regs_kernel; notes, run 54). Not yet the default: the
+/// version here has not run on a GPU (session 50 ran out of device time; an
+/// earlier version passed the tests but was slow at the row ends). "on": the
+/// rule (3x3 where the ring would walk one wave, 5x5 where its threads fit
+/// one wave at 2 rows each); "always": wherever the kernel's error bound
+/// allows; unset or anything else: never (3x3 walks the ring, 5x5 takes the
+/// tensor cores). Returns 0, 1 and -1.
+int regs_policy() {
+  const char* v = std::getenv("PIXELKIT_CUDA_FILTER_REGS");
+  if (v == nullptr) return -1;
+  if (std::strcmp(v, "on") == 0 || std::strcmp(v, "1") == 0) return 0;
+  return std::strcmp(v, "always") == 0 ? 1 : -1;
+}
+
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
 /// programmatic dependent launch (the benchmark compares both); unset or
 /// anything else: with it, on sm_90 up (CudaFilterImpl::launch_kernel).
@@ -341,6 +356,7 @@ class CudaFilterImpl final : public CudaFilter {
     lean_ = lean_enabled();
     fix_edges_ = edge_columns_from_smem();
     prefetch_ = prefetch_enabled();
+    regs_ = regs_policy();
     dense_rows_ = dense_rows_policy();
     // A tensor-core switch that forces those kernels (on, dense) wins.
     if (stream_enabled() && policy != MmaPolicy::on && policy != MmaPolicy::dense && policy != MmaPolicy::stream) {
@@ -439,21 +455,23 @@ class CudaFilterImpl final : public CudaFilter {
       // Its 5x5 instances (whole-number factors) only in bands: in one wave
       // the tensor-core kernel below is faster (notes, run 26).
       const StreamKernelInfo& si = stream_[C == 1 ? 0 : C == 3 ? 1 : 2];
-      const bool stream_fits = stream_ok_ && si.fn != nullptr && tensor_cores() && aligned(src.data, src.pitch, 16) &&
-                               aligned(dst.data, dst.pitch, 16);
+      const bool stream_fits = stream_ok_ && (si.fn != nullptr || si.regs_fn != nullptr) && tensor_cores() &&
+                               aligned(src.data, src.pitch, 16) && aligned(dst.data, dst.pitch, 16);
       StreamParams sp = stream_p_;
       bool bands = false;
-      if (stream_fits) {
-        // Waves of each layout's own instance (their registers may differ).
-        const auto wave_of = [&](const void* fn) {
-          return static_cast<long long>(prepare(fn, si.smem_bytes, si.smem_bytes, stream_tuning::kThreads)) *
-                 stream_tuning::kWarps * sm_count();
-        };
-        const long long wave = wave_of(si.fn);
+      // Waves of each layout's own instance (their registers may differ).
+      const auto wave_of = [&](const void* fn, int smem) {  // threads
+        return static_cast<long long>(prepare(fn, smem, smem, stream_tuning::kThreads)) * stream_tuning::kThreads *
+               sm_count();
+      };
+      if (stream_fits && si.fn != nullptr) {
+        const long long wave = wave_of(si.fn, si.smem_bytes) / 32;  // warps
         sp.strips = (wc + si.strip_bytes - 1) / si.strip_bytes;
         const long long band_segs = (rows + stream_tuning::kBandSegRows - 1) / stream_tuning::kBandSegRows;
-        bands = band_rows_ > 0 || (band_rows_ == 0 && stream_bands_by_rule(si.side, sp.strips * band_segs,
-                                                                           wave_of(si.band_fn), dram_gbps_per_sm(), C));
+        bands = band_rows_ > 0 ||
+                (band_rows_ == 0 && stream_bands_by_rule(si.side, sp.strips * band_segs,
+                                                         wave_of(si.band_fn, si.smem_bytes) / 32,
+                                                         dram_gbps_per_sm(), C));
         if (!bands) {
           // One wave of warps, segments as tall as that needs, consecutive
           // warps down one strip.
@@ -463,7 +481,32 @@ class CudaFilterImpl final : public CudaFilter {
           sp.prefetch_rows = prefetch_ ? stream_tuning::kPrefetchRows : 0;
         }
       }
-      if (stream_fits && (bands || si.side != 5)) {
+      // The fp16 dense kernels without the ring (notes, run 54; only with
+      // PIXELKIT_CUDA_FILTER_REGS=on or always for now): stream_tuning's
+      // regs rule.
+      if (stream_fits && si.regs_fn != nullptr && regs_ >= 0) {
+        const long long chunks = (wc + stream_tuning::kLaneBytes - 1) / stream_tuning::kLaneBytes;
+        const long long threads2 =
+            chunks * ((rows + stream_tuning::kRegsRowsWave - 1) / stream_tuning::kRegsRowsWave);
+        const long long threads4 = chunks * ((rows + stream_tuning::kRegsRows - 1) / stream_tuning::kRegsRows);
+        const stream_tuning::RegsPlan plan = stream_tuning::regs_plan(
+            si.side, bands, threads2, wave_of(si.regs_wave_fn, 0), threads4, wave_of(si.regs_fn, 0));
+        const bool one_wave2 = plan.two_rows;
+        if (regs_ > 0 || plan.take) {
+          sp.a = args<T>(src, dst, y_begin, y_end, 16);
+          sp.strips = static_cast<int>(chunks);
+          sp.seg_rows = one_wave2 ? stream_tuning::kRegsRowsWave : stream_tuning::kRegsRows;
+          sp.segs = (rows + sp.seg_rows - 1) / sp.seg_rows;
+          sp.prefetch_rows = 0;
+          const long long threads = chunks * sp.segs;
+          launch_persistent(MmaKernelInfo{one_wave2 ? si.regs_wave_fn : si.regs_fn, 0}, stream_tuning::kThreads,
+                            (threads + stream_tuning::kThreads - 1) / stream_tuning::kThreads, &sp, stream);
+          PIXELKIT_CUDA_CHECK_LAUNCH("stream_regs_kernel");
+          return "cuda dense streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) + " in fp16 in registers" +
+                 (one_wave2 ? "" : " 4 rows a thread") + shape;
+        }
+      }
+      if (stream_fits && si.fn != nullptr && (bands || si.side != 5)) {
         sp.a = args<T>(src, dst, y_begin, y_end, 16);
         if (bands) {
           // Large images: short segments, strip fastest, several waves: the
@@ -826,6 +869,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool lean_ = true;   ///< PIXELKIT_CUDA_FILTER_LEAN: its lean instances (mma_stream_tuning::kLeanMinSegSteps)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
   int dense_rows_ = 0;     ///< PIXELKIT_CUDA_FILTER_DENSE_ROWS: the dense tensor-core kernel's tile rows, 0 = rule
+  int regs_ = -1;          ///< PIXELKIT_CUDA_FILTER_REGS: regs_policy()
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word

@@ -56,6 +56,31 @@ double stream_half_error_bound(const float* c) {
   return err;
 }
 
+double stream_regs5_half_error_bound(const float* c) {
+  // Each row as stream_half_error_bound's loop takes its 9 (a product, then
+  // multiply-adds), then the row sums added in order.
+  double err = 0, reach = 0;
+  auto half_ulp = [](double m) {  // at the true scale; stream_half_error_bound says why
+    return m < std::ldexp(1.0, -4) ? std::ldexp(1.0, -15) : std::ldexp(1.0, std::ilogb(m) - 11);
+  };
+  for (int y = 0; y < 5; ++y) {
+    double row_err = 0, row_reach = 0;
+    for (int x = 0; x < 5; ++x) {
+      const float ci = c[5 * y + x];
+      if (!std::isfinite(ci)) return HUGE_VAL;
+      const double h = std::ldexp(static_cast<double>(__half2float(scaled_half(ci))), -kStreamHalfScale);
+      if (!std::isfinite(h)) return HUGE_VAL;
+      row_err += 255.0 * std::fabs(static_cast<double>(ci) - h);
+      row_reach += 255.0 * std::fabs(h);
+      row_err += half_ulp(row_reach + row_err);
+    }
+    err += row_err;
+    reach += row_reach;
+    if (y > 0) err += half_ulp(reach + err);
+  }
+  return err;
+}
+
 double peak_dram_gbps_per_sm(int mem_clock_khz, int bus_bits, int sms) {
   if (mem_clock_khz <= 0 || bus_bits <= 0 || sms <= 0) return 0.0;
   return 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / sms / 1e9;
@@ -84,7 +109,12 @@ bool stream_integer_coeffs(const Kernel& kernel, int n, int* ip, int* iq) {
 StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half,
                                    bool allow_sym) {
   if (kernel.width == 5 && kernel.height == 5) {
-    if (!kernel.separable || !allow_int) return {};
+    if (!kernel.separable) {
+      if (allow_half && stream_regs5_half_error_bound(kernel.coeffs.data()) <= kStreamHalfMaxError)
+        return pick(channels, StreamInstance::half5);
+      return {};
+    }
+    if (!allow_int) return {};
     int ip[5], iq[5];
     if (allow_sym && stream_integer_coeffs(kernel, 5, ip, iq) && symmetric_outer_one(ip, iq))
       return pick(channels, StreamInstance::int5sym);
@@ -100,7 +130,7 @@ StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allo
 }
 
 bool make_stream_coeffs(const Kernel& kernel, const Border& border, const StreamKernelInfo& info, StreamParams* p) {
-  if (info.fn == nullptr) return false;
+  if (info.fn == nullptr && info.regs_fn == nullptr) return false;
   unsigned v = 0;
   if (!byte_border_word(border, &v)) return false;
   for (float c : kernel.coeffs)
@@ -117,11 +147,13 @@ bool make_stream_coeffs(const Kernel& kernel, const Border& border, const Stream
     return true;
   }
   if (info.half) {
-    for (int i = 0; i < 9; ++i) {
+    const int n = info.side * info.side;
+    unsigned* const hc = info.side == 5 ? p->hc5 : p->hc;
+    for (int i = 0; i < n; ++i) {
       const __half h = scaled_half(kernel.coeffs[static_cast<std::size_t>(i)]);
       unsigned short u = 0;
       std::memcpy(&u, &h, sizeof u);
-      p->hc[i] = static_cast<unsigned>(u) * 0x00010001u;
+      hc[i] = static_cast<unsigned>(u) * 0x00010001u;
     }
     return true;
   }

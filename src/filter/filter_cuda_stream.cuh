@@ -212,6 +212,9 @@ struct StreamParams {
   /// in both halves of a word (make_stream_coeffs; taken only where
   /// stream_half_error_bound allows).
   unsigned hc[9];
+  /// The same for dense 5x5 (stream_regs_kernel<C, 5, NR>; taken only where
+  /// stream_regs5_half_error_bound allows).
+  unsigned hc5[25];
 };
 
 /// BAND: the instance for the band layout (strip_major), with the interior
@@ -704,6 +707,227 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
 #endif
 }
 
+/// Dense 3x3 and 5x5 kernels on fp16 pairs without the ring, for images that
+/// fit one wave or a few (stream_regs_kernel<C, K, NR>; notes, run 54). In
+/// the one-wave layout a 1080p RGB image gives each warp of the ring walk a
+/// segment of 5 rows, and its per-row bookkeeping (copies, waits, border
+/// tests, shared loads) cost more than the row's products (run 52: 23
+/// instructions an output, 5 of them products). Here each thread owns one
+/// 16-byte chunk of a row and NR output rows below it: it loads its NR + K -
+/// 1 input rows at once (its 16 bytes and the 4 or 8 either side, all from
+/// global memory, so that a warp may span rows and no lane waits on another)
+/// and forms every sum in registers.
+///
+/// K = 3: products_h's pairs and sums in products_h's order, so the outputs
+/// equal the ring walk's bit for bit (stream_half_error_bound).
+/// K = 5: each kernel row's 5 products summed first (a product and four
+/// multiply-adds), then the 5 row sums in order, the last clamped at 0
+/// (stream_regs5_half_error_bound: 0.54 grey levels for the benchmark's
+/// random dense 5x5, which row-major order would take to 0.99).
+///
+/// Threads whose window or rows reach beyond the image (the first and last
+/// chunks of a row, short chunks, the top and bottom segments) take a general
+/// path: words that leave the row are built byte by byte through the border
+/// mapping, rows beyond the image map through border_index, and constant rows
+/// hold the border word. The others load with no test at all (a first version
+/// with the tests on every row ran 0.0181 ms at 1080p RGB on an H100 where the
+/// probe without them took 0.0067).
+namespace stream_tuning {
+/// With PIXELKIT_CUDA_FILTER_REGS=on (not yet the default: filter_cuda.cu,
+/// regs_policy) the host takes stream_regs_kernel where the ring walk would
+/// take its one-wave layout (3x3) or where its threads fit one wave at 2 rows
+/// each (5x5); 2 output rows a thread where those threads fit one wave, else
+/// 4 (probe, run 54: H100, RGB dense 3x3, ms, NR = 2 / 4: 1080p 0.0062 /
+/// 0.0067, 4K 0.0200 / 0.0194).
+constexpr int kRegsRowsWave = 2;
+constexpr int kRegsRows = 4;
+/// Dense 5x5 takes stream_regs_kernel where its 4-row threads make at most
+/// this many waves (4K RGB: 4.6 on an H100, where the probe took 0.0270 ms
+/// against the tensor cores' 0.0319; 8K not measured).
+constexpr int kRegs5MaxWaves = 5;
+struct RegsPlan {
+  bool take;      ///< the rule takes stream_regs_kernel
+  bool two_rows;  ///< kRegsRowsWave rows a thread (else kRegsRows)
+};
+/// The rule, for a kernel of side 3 or 5: 3x3 where the ring would walk one
+/// wave (not `bands`), 2 rows a thread where those threads fit one wave;
+/// 5x5 where its 4-row threads make at most kRegs5MaxWaves waves, 2 rows a
+/// thread where those make at most 2 (probe, run 54, H100, RGB dense 5x5, ms,
+/// R = 2 / 4: 1080p, 1.44 waves at 2 rows, 0.0093 / 0.0096; 4K 0.0286 /
+/// 0.0270; 720p 0.0063 / 0.0066). Waves count `threads` against `wave`
+/// threads resident at once.
+constexpr RegsPlan regs_plan(int side, bool bands, long long threads2, long long wave2, long long threads4,
+                             long long wave4) {
+  if (side == 3) return {!bands, threads2 <= wave2};
+  return {threads4 <= kRegs5MaxWaves * wave4, threads2 <= 2 * wave2};
+}
+/// stream_regs_kernel's __launch_bounds__ minimum blocks per SM: the
+/// registers the probe's kernels took without the general path (3x3: 40 and
+/// 64; 5x5: 61 and 96), which the general path would otherwise raise (to 56
+/// and 68; 80 and 127).
+constexpr int regs_min_blocks(int k, int nr) { return k == 3 ? (nr == 2 ? 12 : 8) : (nr == 2 ? 8 : 5); }
+}  // namespace stream_tuning
+
+template <int C, int K, int NR>
+__global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_min_blocks(K, NR)) stream_regs_kernel(const __grid_constant__ StreamParams p) {
+#if PIXELKIT_MMA_ENABLED
+  constexpr int LB = stream_tuning::kLaneBytes, RY = K / 2, NIN = NR + K - 1;
+  constexpr int SW = K == 3 ? 1 : 2;  // window words either side of the chunk
+  constexpr int NWW = 4 + 2 * SW;     // window words: bytes -4 SW .. 15 + 4 SW
+  static_assert((K == 3 || K == 5) && RY * C <= 4 * SW, "the window holds the reach");
+  const FilterArgs<std::uint8_t>& a = p.a;
+  const int rb = a.src.width * C, height = a.src.height;
+  // p.strips counts 16-byte chunks across a row here; p.segs segments of NR rows.
+  const int tid = blockIdx.x * stream_tuning::kThreads + threadIdx.x;
+  const int seg = tid / p.strips, chunk = tid - seg * p.strips;
+  const int y0 = a.y_begin + seg * NR;
+  pdl_begin();  // no global memory access before this line
+  if (seg >= p.segs) return;
+  const int x = chunk * LB;
+  const int n_chunk = min(rb - x, LB);
+
+  // The sums of a window w (either path below; each path inlines its own
+  // copy, so that the general path's registers do not weigh on the other).
+  auto sums = [&](const unsigned (&w)[NIN][NWW]) {
+    // Pairs (e, e + 1) of window elements as fp16 subnormals (products_h's pe
+    // and taps), sums as the doc comment above says.
+    constexpr unsigned k1024 = 0x64006400u, k1279 = 0x64ff64ffu, kOne = 0x3c003c00u;
+    constexpr int NACC = K == 3 ? 3 : NR;  // 3x3: rotating rows (products_h); 5x5: one per output row
+    unsigned acc[NACC][LB / 2];
+    std::uint8_t* const out = a.dst.data + x;
+    static_for<0, NIN>([&](auto t_const) {
+      constexpr int t = decltype(t_const)::value;
+      // The pair at element e: one PRMT from its word where both bytes share
+      // one, else the halves of the two even pairs around it (the compiler
+      // forms each distinct pair once).
+      auto pair = [&](auto e_const) -> unsigned {
+        constexpr int e = decltype(e_const)::value, q = (e + 4 * SW) % 4, i = (e + 4 * SW) / 4;
+        if constexpr (q == 0) return __byte_perm(w[t][i], 0u, 0x4140u);
+        if constexpr (q == 1) return __byte_perm(w[t][i], 0u, 0x4241u);
+        if constexpr (q == 2) return __byte_perm(w[t][i], 0u, 0x4342u);
+        if constexpr (q == 3)
+          return __byte_perm(__byte_perm(w[t][i], 0u, 0x4342u), __byte_perm(w[t][i + 1], 0u, 0x4140u), 0x5432u);
+      };
+      unsigned tp[K][LB / 2];
+      static_for<0, LB / 2>([&](auto j_const) {
+        constexpr int j = decltype(j_const)::value;
+        static_for<0, K>([&](auto k_const) {
+          constexpr int k = decltype(k_const)::value;
+          tp[k][j] = pair(std::integral_constant<int, 2 * j + (k - RY) * C>{});
+        });
+      });
+      static_for<0, K>([&](auto ky_const) {
+        constexpr int ky = decltype(ky_const)::value, o = t - ky;
+        constexpr int A = K == 3 ? (o % 3 + 3) % 3 : (o >= 0 && o < NR ? o : 0);
+        if constexpr (o >= 0 && o < NR) {
+  #pragma unroll
+          for (int j = 0; j < LB / 2; ++j) {
+            if constexpr (K == 3) {
+              unsigned v = ky == 0 ? hmul2_u32(p.hc[0], tp[0][j]) : hfma2_u32(p.hc[3 * ky], tp[0][j], acc[A][j]);
+              v = hfma2_u32(p.hc[3 * ky + 1], tp[1][j], v);
+              acc[A][j] = ky == 2 ? hfma2_relu_u32(p.hc[3 * ky + 2], tp[2][j], v) : hfma2_u32(p.hc[3 * ky + 2], tp[2][j], v);
+            } else {
+              unsigned s = hmul2_u32(p.hc5[5 * ky], tp[0][j]);
+  #pragma unroll
+              for (int kx = 1; kx < 5; ++kx) s = hfma2_u32(p.hc5[5 * ky + kx], tp[kx][j], s);
+              acc[A][j] = ky == 0 ? s : ky == 4 ? hfma2_relu_u32(acc[A][j], kOne, s) : hfma2_u32(acc[A][j], kOne, s);
+            }
+          }
+          if constexpr (ky == K - 1) {
+            unsigned r[LB / 2];
+  #pragma unroll
+            for (int j = 0; j < LB / 2; ++j) r[j] = hmin2_u32(hfma2_u32(acc[A][j], k1024, k1024), k1279);
+            const uint4 q = make_uint4(__byte_perm(r[0], r[1], 0x6420u), __byte_perm(r[2], r[3], 0x6420u),
+                                       __byte_perm(r[4], r[5], 0x6420u), __byte_perm(r[6], r[7], 0x6420u));
+            const int y = y0 + o;
+            if (y < a.y_end) {
+              std::uint8_t* const d = out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
+              if (n_chunk == LB) {
+                *reinterpret_cast<uint4*>(d) = q;
+              } else {
+  #pragma unroll
+                for (int k = 0; k < LB; ++k)
+                  if (k < n_chunk)
+                    d[k] = static_cast<std::uint8_t>((k < 4 ? q.x : k < 8 ? q.y : k < 12 ? q.z : q.w) >> (8 * (k % 4)));
+              }
+            }
+          }
+        }
+      });
+    });
+  };
+  if (x >= 4 * SW && x + LB + 4 * SW <= rb && y0 >= RY && y0 - RY + NIN <= height) {
+    unsigned w[NIN][NWW];
+    // Every word inside the image: plain loads, all in flight at once.
+    const std::uint8_t* row = a.src.row(y0 - RY) + x;
+#pragma unroll
+    for (int t = 0; t < NIN; ++t, row += a.src.pitch) {
+      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row));
+      if constexpr (SW == 1) {
+        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row - 4));
+        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + LB));
+      } else {
+        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row - 8)), r = __ldg(reinterpret_cast<const uint2*>(row + LB));
+        w[t][0] = l.x;
+        w[t][1] = l.y;
+        w[t][6] = r.x;
+        w[t][7] = r.y;
+      }
+      w[t][SW] = c.x;
+      w[t][SW + 1] = c.y;
+      w[t][SW + 2] = c.z;
+      w[t][SW + 3] = c.w;
+    }
+    sums(w);
+  } else {
+    unsigned w[NIN][NWW];
+    // Where each window byte comes from, the same on every row: its element
+    // of the row, -1 for the border value, -2 where no output of the chunk
+    // reads it (a loop into local memory, once; inlined for every byte, the
+    // border mapping took the kernel to 128 registers). Then every byte of
+    // every row by its own load, all independent, so that the thread waits
+    // for memory once (a first version built each word in a call, one after
+    // another: 24 round trips, and the kernel took 0.0198 ms at 1080p RGB on
+    // an H100 where the probe without edges took 0.0062).
+    int src_el[4 * NWW];
+#pragma unroll 1
+    for (int b = 0; b < 4 * NWW; ++b) {
+      const int d = b - 4 * SW, e = x + d;
+      int m = -2;
+      if (d >= -RY * C && d < n_chunk + RY * C) {
+        if (e >= 0 && e < rb) {
+          m = e;
+        } else {
+          const int px = e < 0 ? (e + 1) / C - 1 : e / C;  // floor(e / C)
+          const int sx = border_index_near(px, a.src.width, a.mode);
+          m = sx < 0 ? -1 : sx * C + (e - px * C);
+        }
+      }
+      src_el[b] = m;
+    }
+    const unsigned border_byte = p.border_word & 0xffu;
+#pragma unroll
+    for (int t = 0; t < NIN; ++t) {
+      const int iy = y0 - RY + t;
+      const int sy = static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy : border_index(iy, height, a.mode);
+      const std::uint8_t* const row = a.src.row(max(sy, 0));
+#pragma unroll
+      for (int i = 0; i < NWW; ++i) {
+        unsigned v = 0u;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          const int m = src_el[4 * i + k];
+          const unsigned byte = sy < 0 || m == -1 ? border_byte : m >= 0 ? static_cast<unsigned>(__ldg(row + m)) : 0u;
+          v |= byte << (8 * k);
+        }
+        w[t][i] = v;
+      }
+    }
+      sums(w);
+  }
+#endif
+}
+
 /// The instance `which` for C channels (one file per C: filter_cuda_stream.hpp
 /// says why). Each comes with its band-layout instance (the dense kernels'
 /// interior path; the FP32 separable one has none; the 5x5 ones have only
@@ -717,9 +941,20 @@ StreamKernelInfo stream_pick(StreamInstance which) {
       return {fn(stream_kernel<C, false>), fn(stream_kernel<C, false, true>), smem, false, strip, 3, false};
     case StreamInstance::separable:
       return {fn(stream_kernel<C, true>), fn(stream_kernel<C, true>), smem, true, strip, 3, false};
-    case StreamInstance::half:
-      return {fn(stream_kernel<C, false, false, 3, false, true>), fn(stream_kernel<C, false, true, 3, false, true>),
-              smem, false, strip, 3, false, true};
+    case StreamInstance::half: {
+      StreamKernelInfo info{fn(stream_kernel<C, false, false, 3, false, true>),
+                            fn(stream_kernel<C, false, true, 3, false, true>), smem, false, strip, 3, false, true};
+      info.regs_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRows>);
+      info.regs_wave_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRowsWave>);
+      return info;
+    }
+    case StreamInstance::half5: {
+      // Dense 5x5: stream_regs_kernel only (no ring instance).
+      StreamKernelInfo info{nullptr, nullptr, 0, false, stream_tuning::kLaneBytes, 5, false, true};
+      info.regs_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRows>);
+      info.regs_wave_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRowsWave>);
+      return info;
+    }
     case StreamInstance::int3:
       return {fn(stream_kernel<C, true, false, 3, true>), fn(stream_kernel<C, true, true, 3, true>), smem, true, strip,
               3, true};

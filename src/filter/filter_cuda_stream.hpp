@@ -25,6 +25,12 @@ struct StreamKernelInfo {
   bool half = false;
   /// 5x5 whole numbers, symmetric factors with outer ones 1 (int5sym).
   bool symmetric = false;
+  /// The fp16 instances without the ring (stream_regs_kernel<C, side, NR>:
+  /// no shared memory, NR = stream_tuning::kRegsRows output rows a thread,
+  /// and kRegsRowsWave for images whose threads then fit one wave); nullptr
+  /// where there are none. The dense 5x5 fp16 instance (half5) has only these.
+  const void* regs_fn = nullptr;
+  const void* regs_wave_fn = nullptr;
 };
 
 /// Which of the row-streaming kernel's instances a launch takes.
@@ -35,6 +41,7 @@ enum class StreamInstance {
   int3,       ///< packed 16-bit lanes, a separable 3x3 kernel of whole-number factors
   int5,       ///< the same for 5x5
   int5sym,    ///< the same, factors symmetric with outer ones 1 (gaussian:5), taps that share a factor added first
+  half5,      ///< packed fp16 pairs, a dense 5x5 kernel (stream_regs5_half_error_bound): stream_regs_kernel only
 };
 /// The instance `which` for 1, 3 or 4 channels, one source file each
 /// (filter_cuda_stream_c1.cu, _c3.cu, _c4.cu: stream_pick<C>). Lazy loading
@@ -57,6 +64,12 @@ StreamKernelInfo stream_kernel_c4(StreamInstance which);
 /// of the exact sum's rounding, and of ref's. HUGE_VAL for a coefficient
 /// that is not finite or beyond fp16's range when scaled (|c| > 3.998).
 double stream_half_error_bound(const float* c);
+/// The same for the dense 5x5 fp16 instance (25 coefficients, row-major),
+/// summed as stream_regs_kernel<C, 5, NR> sums: each kernel row's product and
+/// four multiply-adds, then the five row sums in order, each operation
+/// rounded to fp16 (0.54 for the benchmark's random dense 5x5; the same
+/// products in row-major order would be bound by 0.99).
+double stream_regs5_half_error_bound(const float* c);
 /// The fp16 instance's coefficients are c * 2^kStreamHalfScale; its inputs
 /// b * 2^-24 (a byte's bits as an fp16 half).
 constexpr int kStreamHalfScale = 14;
@@ -80,7 +93,9 @@ constexpr double kStreamHalfMaxError = 0.75;
 ///
 /// A 5x5 kernel whose factors are symmetric with outer ones 1 (gaussian:5)
 /// gets int5sym where `allow_sym` (PIXELKIT_CUDA_FILTER_SYM=off turns it
-/// off), else int5.
+/// off), else int5. A dense (not separable) 5x5 kernel gets half5 where
+/// `allow_half` and stream_regs5_half_error_bound(kernel) <=
+/// kStreamHalfMaxError; fn is then nullptr and regs_fn is set.
 StreamKernelInfo stream_kernel_for(int channels, const Kernel& kernel, bool allow_int, bool allow_half,
                                    bool allow_sym);
 
