@@ -188,6 +188,18 @@ __device__ __forceinline__ unsigned hmin2_u32(unsigned a, unsigned b) {
   return d;
 }
 
+/// A lane's 16 output bytes q at d: one 16-byte store, or the first n bytes
+/// one at a time where the row ends inside the chunk (n < 16).
+__device__ __forceinline__ void store_chunk16(std::uint8_t* d, const uint4 q, int n) {
+  if (n == 16) {
+    *reinterpret_cast<uint4*>(d) = q;
+  } else {
+#pragma unroll
+    for (int j = 0; j < 16; ++j)
+      if (j < n) d[j] = static_cast<std::uint8_t>((j < 4 ? q.x : j < 8 ? q.y : j < 12 ? q.z : q.w) >> (8 * (j % 4)));
+  }
+}
+
 struct StreamParams {
   FilterArgs<std::uint8_t> a;
   float c[9];            ///< dense: 3 x 3, row-major
@@ -382,15 +394,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
     return make_uint4(q[0], q[1], q[2], q[3]);
   };
   auto store = [&](int y, const uint4 q) {
-    std::uint8_t* d = dst_lane + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
-    if (n_chunk == LB) {
-      *reinterpret_cast<uint4*>(d) = q;
-    } else {
-#pragma unroll
-      for (int j = 0; j < LB; ++j)
-        if (j < n_chunk)
-          d[j] = static_cast<std::uint8_t>((j < 4 ? q.x : j < 8 ? q.y : j < 12 ? q.z : q.w) >> (8 * (j % 4)));
-    }
+    store_chunk16(dst_lane + static_cast<std::ptrdiff_t>(y) * a.dst.pitch, q, n_chunk);
   };
 
   [[maybe_unused]] float acc[IQ || HF ? 1 : KH][LB];
@@ -820,7 +824,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
         constexpr int ky = decltype(ky_const)::value, o = t - ky;
         constexpr int A = K == 3 ? (o % 3 + 3) % 3 : (o >= 0 && o < NR ? o : 0);
         if constexpr (o >= 0 && o < NR) {
-  #pragma unroll
+#pragma unroll
           for (int j = 0; j < LB / 2; ++j) {
             if constexpr (K == 3) {
               unsigned v = ky == 0 ? hmul2_u32(p.hc[0], tp[0][j]) : hfma2_u32(p.hc[3 * ky], tp[0][j], acc[A][j]);
@@ -828,29 +832,19 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
               acc[A][j] = ky == 2 ? hfma2_relu_u32(p.hc[3 * ky + 2], tp[2][j], v) : hfma2_u32(p.hc[3 * ky + 2], tp[2][j], v);
             } else {
               unsigned s = hmul2_u32(p.hc5[5 * ky], tp[0][j]);
-  #pragma unroll
+#pragma unroll
               for (int kx = 1; kx < 5; ++kx) s = hfma2_u32(p.hc5[5 * ky + kx], tp[kx][j], s);
               acc[A][j] = ky == 0 ? s : ky == 4 ? hfma2_relu_u32(acc[A][j], kOne, s) : hfma2_u32(acc[A][j], kOne, s);
             }
           }
           if constexpr (ky == K - 1) {
             unsigned r[LB / 2];
-  #pragma unroll
+#pragma unroll
             for (int j = 0; j < LB / 2; ++j) r[j] = hmin2_u32(hfma2_u32(acc[A][j], k1024, k1024), k1279);
             const uint4 q = make_uint4(__byte_perm(r[0], r[1], 0x6420u), __byte_perm(r[2], r[3], 0x6420u),
                                        __byte_perm(r[4], r[5], 0x6420u), __byte_perm(r[6], r[7], 0x6420u));
             const int y = y0 + o;
-            if (y < a.y_end) {
-              std::uint8_t* const d = out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch;
-              if (n_chunk == LB) {
-                *reinterpret_cast<uint4*>(d) = q;
-              } else {
-  #pragma unroll
-                for (int k = 0; k < LB; ++k)
-                  if (k < n_chunk)
-                    d[k] = static_cast<std::uint8_t>((k < 4 ? q.x : k < 8 ? q.y : k < 12 ? q.z : q.w) >> (8 * (k % 4)));
-              }
-            }
+            if (y < a.y_end) store_chunk16(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch, q, n_chunk);
           }
         }
       });
