@@ -773,7 +773,8 @@ constexpr int regs_min_blocks(int k, int nr) { return k == 3 ? (nr == 2 ? 12 : 8
 }  // namespace stream_tuning
 
 template <int C, int K, int NR>
-__global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_min_blocks(K, NR)) stream_regs_kernel(const __grid_constant__ StreamParams p) {
+__global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_min_blocks(K, NR))
+    stream_regs_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
   constexpr int LB = stream_tuning::kLaneBytes, RY = K / 2, NIN = NR + K - 1;
   constexpr int SW = K == 3 ? 1 : 2;  // window words either side of the chunk
@@ -829,7 +830,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
             if constexpr (K == 3) {
               unsigned v = ky == 0 ? hmul2_u32(p.hc[0], tp[0][j]) : hfma2_u32(p.hc[3 * ky], tp[0][j], acc[A][j]);
               v = hfma2_u32(p.hc[3 * ky + 1], tp[1][j], v);
-              acc[A][j] = ky == 2 ? hfma2_relu_u32(p.hc[3 * ky + 2], tp[2][j], v) : hfma2_u32(p.hc[3 * ky + 2], tp[2][j], v);
+              acc[A][j] = ky == 2 ? hfma2_relu_u32(p.hc[3 * ky + 2], tp[2][j], v)
+                                  : hfma2_u32(p.hc[3 * ky + 2], tp[2][j], v);
             } else {
               unsigned s = hmul2_u32(p.hc5[5 * ky], tp[0][j]);
 #pragma unroll
@@ -861,7 +863,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
         w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row - 4));
         w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + LB));
       } else {
-        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row - 8)), r = __ldg(reinterpret_cast<const uint2*>(row + LB));
+        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row - 8));
+        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + LB));
         w[t][0] = l.x;
         w[t][1] = l.y;
         w[t][6] = r.x;
