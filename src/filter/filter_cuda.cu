@@ -201,8 +201,8 @@ int dense_rows_policy() {
 /// the ring (stream_regs_kernel; notes, run 54). Not yet the default: the
 /// version here has not run on a GPU (session 50 ran out of device time; an
 /// earlier version passed the tests but was slow at the row ends). "on": the
-/// rule (3x3 where the ring would walk one wave, 5x5 where its threads fit
-/// one wave at 2 rows each); "always": wherever the kernel's error bound
+/// rule (stream_tuning::regs_plan: 3x3 where the ring would walk one wave,
+/// 5x5 up to about 4K RGB); "always": wherever the kernel's error bound
 /// allows; unset or anything else: never (3x3 walks the ring, 5x5 takes the
 /// tensor cores). Returns 0, 1 and -1.
 int regs_policy() {
