@@ -36,44 +36,45 @@ bool integer_factors(const Kernel& kernel, int n, int* ip, int* iq, int* a) {
 namespace {
 /// c * 2^14 rounded to fp16, as the fp16 instance holds its coefficients.
 __half scaled_half(float c) { return __float2half_rn(std::ldexp(c, kStreamHalfScale)); }
+
+/// An fp16 operation's result is at most m in magnitude, held as m * 2^-10:
+/// fp16's half unit in the last place there is 2^(e - 11) for m in [2^e,
+/// 2^(e+1)) once m * 2^-10 is normal (m >= 2^-4), else half the subnormal
+/// spacing, 2^-25, i.e. 2^-15 at the true scale.
+double half_ulp(double m) {
+  return m < std::ldexp(1.0, -4) ? std::ldexp(1.0, -15) : std::ldexp(1.0, std::ilogb(m) - 11);
+}
+
+/// One product of a running fp16 sum (a product or a multiply-add) with
+/// coefficient c: its rounding to fp16 times 255 and its reach (255 |c|) go
+/// into *err and *reach, then the operation's own rounding. False for a
+/// coefficient that is not finite or beyond fp16's range when scaled.
+bool add_half_product(float c, double* err, double* reach) {
+  if (!std::isfinite(c)) return false;
+  const double h = std::ldexp(static_cast<double>(__half2float(scaled_half(c))), -kStreamHalfScale);
+  if (!std::isfinite(h)) return false;  // |c| beyond 65504 / 2^14
+  *err += 255.0 * std::fabs(static_cast<double>(c) - h);
+  *reach += 255.0 * std::fabs(h);
+  *err += half_ulp(*reach + *err);
+  return true;
+}
 }  // namespace
 
 double stream_half_error_bound(const float* c) {
   double err = 0, reach = 0;
-  for (int i = 0; i < 9; ++i) {
-    if (!std::isfinite(c[i])) return HUGE_VAL;
-    const double h = std::ldexp(static_cast<double>(__half2float(scaled_half(c[i]))), -kStreamHalfScale);
-    if (!std::isfinite(h)) return HUGE_VAL;  // |c| beyond 65504 / 2^14
-    err += 255.0 * std::fabs(static_cast<double>(c[i]) - h);
-    reach += 255.0 * std::fabs(h);
-    // This operation's result is at most m in magnitude, held as m * 2^-10:
-    // fp16's half unit in the last place there is 2^(e - 11) for m in [2^e,
-    // 2^(e+1)) once m * 2^-10 is normal (m >= 2^-4), else half the subnormal
-    // spacing, 2^-25, i.e. 2^-15 at the true scale.
-    const double m = reach + err;
-    err += m < std::ldexp(1.0, -4) ? std::ldexp(1.0, -15) : std::ldexp(1.0, std::ilogb(m) - 11);
-  }
+  for (int i = 0; i < 9; ++i)
+    if (!add_half_product(c[i], &err, &reach)) return HUGE_VAL;
   return err;
 }
 
 double stream_regs5_half_error_bound(const float* c) {
-  // Each row as stream_half_error_bound's loop takes its 9 (a product, then
-  // multiply-adds), then the row sums added in order.
+  // Each kernel row's 5 products as stream_half_error_bound takes its 9 (a
+  // product, then multiply-adds), then the row sums added in order.
   double err = 0, reach = 0;
-  auto half_ulp = [](double m) {  // at the true scale; stream_half_error_bound says why
-    return m < std::ldexp(1.0, -4) ? std::ldexp(1.0, -15) : std::ldexp(1.0, std::ilogb(m) - 11);
-  };
   for (int y = 0; y < 5; ++y) {
     double row_err = 0, row_reach = 0;
-    for (int x = 0; x < 5; ++x) {
-      const float ci = c[5 * y + x];
-      if (!std::isfinite(ci)) return HUGE_VAL;
-      const double h = std::ldexp(static_cast<double>(__half2float(scaled_half(ci))), -kStreamHalfScale);
-      if (!std::isfinite(h)) return HUGE_VAL;
-      row_err += 255.0 * std::fabs(static_cast<double>(ci) - h);
-      row_reach += 255.0 * std::fabs(h);
-      row_err += half_ulp(row_reach + row_err);
-    }
+    for (int x = 0; x < 5; ++x)
+      if (!add_half_product(c[5 * y + x], &row_err, &row_reach)) return HUGE_VAL;
     err += row_err;
     reach += row_reach;
     if (y > 0) err += half_ulp(reach + err);
