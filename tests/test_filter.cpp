@@ -1739,27 +1739,34 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
   }
 }
 
+// The sizes of the stream_regs_kernel tests: rows of whole 16-byte chunks
+// (1, 2, 3, 9, 32, 33, 63 and 132 chunks; 1, 3 and 4 channels; heights of 1
+// to 61), and some that are not (which the kernel does not take).
+std::vector<SweepSize> regs_sweep_sizes() {
+  return {{16, 1, 3}, {16, 2, 1}, {4, 3, 4},   {32, 1, 1},  {8, 5, 4},   {16, 6, 3},   {32, 7, 3},  {48, 9, 3},
+          {4, 17, 4}, {32, 4, 1}, {36, 10, 4}, {128, 7, 4}, {176, 10, 3}, {336, 5, 3}, {256, 33, 1}, {704, 61, 3},
+          {1, 1, 3},  {5, 6, 3},  {13, 9, 3},  {20, 6, 1},  {129, 6, 4},  {700, 61, 3}};
+}
+// Whether stream_regs_kernel can take v: rows of whole 16-byte chunks.
+bool whole_chunks(const ConstImageView& v) { return v.width * v.channels % 16 == 0; }
+
 // The fp16 dense 3x3 instance without the ring (stream_regs_kernel; notes,
 // run 54), which the host takes with PIXELKIT_CUDA_FILTER_REGS=on where the
-// one-wave layout's segments would be short (every size here), forms
-// products_h's sums in the same order: its outputs equal the ring walk's
-// (the switch unset: not yet the default) bit for bit
-// on every border and 1, 3 and 4 channels, and agree with ref. The sizes put
-// row ends on every kind of chunk: rows shorter than a chunk (1 to 15
-// bytes), rows that end 1 to 4 bytes past a chunk (the word after it
-// partly outside), at a chunk's end, and beyond a warp's 512 bytes; heights
-// of 1 to 3 rows and ones that leave the last thread 1 to 3 of its 4 rows;
-// and a sub-view whose pitch exceeds its width.
+// one-wave layout's segments would be short (every size here) and the rows
+// are whole 16-byte chunks, forms products_h's sums in the same order: its
+// outputs equal the ring walk's (the switch unset: not yet the default) bit
+// for bit on every border and 1, 3 and 4 channels, and agree with ref. The
+// sizes put rows of 1, 2, 3, 9, 32 (a warp), 33 and more chunks, one chunk
+// being both row ends, under heights of 1 to 3 rows and ones that leave the
+// last thread 1 to 3 of its 2 or 4 rows, and a sub-view whose pitch exceeds
+// its width; the rest, rows that are not whole chunks, walk the ring.
 TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
   PIXELKIT_REQUIRE_GPU();
   const bool sm80 = device_has_tensor_core_path();
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
   ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
   const std::vector<Kernel> kernels = {random_smoothing3(95), parse_kernel("1,2,1;2,5,2;1,2,1/17")};
-  const std::vector<SweepSize> sizes = {{1, 1, 3},   {3, 2, 1},   {4, 3, 3},  {2, 17, 4},  {5, 6, 3},   {6, 5, 3},
-                                        {12, 7, 3},  {13, 9, 3},  {17, 5, 1}, {20, 6, 1},  {5, 10, 4},  {9, 3, 4},
-                                        {170, 9, 3}, {171, 10, 3}, {128, 7, 4}, {129, 6, 4}, {257, 33, 1}, {700, 61, 3},
-                                        {341, 5, 3}};
+  const std::vector<SweepSize> sizes = regs_sweep_sizes();
   std::uint32_t seed = 3500;
   // The cuda backend on the device view dsrc; *path gets its path.
   auto on_device = [](const ConstImageView& dsrc, const Kernel& k, const Border& b, std::string* path) {
@@ -1786,7 +1793,9 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
         EXPECT_EQ(count_differing(regs.cview(), ring.cview()), 0) << where;
         EXPECT_TRUE(agrees(regs, run(Backend::ref, src, k, b))) << where;
         if (sm80) {
-          EXPECT_NE(regs_path.find("dense streaming 3x3 in fp16 in registers"), std::string::npos) << where;
+          EXPECT_EQ(regs_path.find("dense streaming 3x3 in fp16 in registers") != std::string::npos,
+                    whole_chunks(dsrc))
+              << where;
           EXPECT_NE(ring_path.find("dense streaming 3x3 in fp16"), std::string::npos) << ring_path;
           EXPECT_EQ(ring_path.find("in registers"), std::string::npos) << ring_path;
         }
@@ -1801,10 +1810,11 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
   // kernels take 16-byte aligned rows).
   const Image parent = random_image(400, 40, 4, PixelType::u8, ++seed);
   const Image dparent = clone(parent.cview(), Memory::device);
+  check(parent.cview().sub(4, 3, 300, 30), dparent.cview().sub(4, 3, 300, 30), "sub-view 300x30 of 400x40x4");
   check(parent.cview().sub(4, 3, 301, 30), dparent.cview().sub(4, 3, 301, 30), "sub-view 301x30 of 400x40x4");
   // A host image: the cuda backend's pinned, chunked path (row ranges).
   ScopedEnv regs_on("PIXELKIT_CUDA_FILTER_REGS", "on");
-  const Image host = random_image(333, 517, 3, PixelType::u8, ++seed);
+  const Image host = random_image(336, 517, 3, PixelType::u8, ++seed);
   for (const Border& b : all_borders())
     EXPECT_TRUE(agrees(run(Backend::cuda, host.cview(), kernels[0], b), run(Backend::ref, host.cview(), kernels[0], b)))
         << to_string(b);
@@ -1814,8 +1824,9 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
 // (each kernel row summed, then the rows) is at most kStreamHalfMaxError run
 // on it with PIXELKIT_CUDA_FILTER_REGS=on (notes, run 54): within 1 of ref's
 // on every border, 1, 3 and 4 channels and the sizes above, the path naming
-// it; with the switch unset (not yet the default) they take the dense
-// tensor-core kernel, and kernels beyond the bound never take it. The benchmark's random dense 5x5
+// it where the rows are whole 16-byte chunks (the rest, and every size with
+// the switch unset, not yet the default, take the dense tensor-core kernel);
+// kernels beyond the bound never take it. The benchmark's random dense 5x5
 // (coefficients 1/25 +- 1/25) is bound by 0.54 in this order, 0.99 in
 // row-major order.
 TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
@@ -1844,9 +1855,7 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
   EXPECT_GT(detail::cuda_filter::stream_regs5_half_error_bound(random_kernel(5, 5, 97).coeffs.data()),
             detail::cuda_filter::kStreamHalfMaxError);
 #endif
-  const std::vector<SweepSize> sizes = {{1, 1, 3},   {3, 2, 1},  {4, 3, 3},   {2, 17, 4},  {5, 6, 3},  {12, 7, 3},
-                                        {13, 9, 3},  {17, 5, 1}, {20, 6, 1},  {5, 10, 4},  {9, 3, 4},  {170, 9, 3},
-                                        {171, 10, 3}, {129, 6, 4}, {257, 33, 1}, {700, 61, 3}, {341, 5, 3}};
+  const std::vector<SweepSize> sizes = regs_sweep_sizes();
   std::uint32_t seed = 3600;
   long long differing = 0, total = 0;
   for (const auto& sz : sizes) {
@@ -1860,25 +1869,32 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
         EXPECT_TRUE(agrees(got, want)) << where;
         differing += count_differing(got.cview(), want.cview());
         total += static_cast<long long>(sz.w) * sz.h * sz.c;
-        if (sm80) EXPECT_NE(path.find("dense streaming 5x5 in fp16 in registers"), std::string::npos) << where;
+        if (sm80)
+          EXPECT_EQ(path.find("dense streaming 5x5 in fp16 in registers") != std::string::npos,
+                    whole_chunks(src.cview()))
+              << where;
       }
   }
   std::printf("dense 5x5 in fp16 in registers vs ref: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 5);
   // The sub-view of the 3x3 test, and the switches.
   const Image parent = random_image(400, 40, 4, PixelType::u8, ++seed);
-  const Image sub_host = clone(parent.cview().sub(4, 3, 301, 30), Memory::host);
   const Image dparent = clone(parent.cview(), Memory::device);
-  {
-    Image ddst(301, 30, 4, PixelType::u8, Memory::device);
+  for (const int sub_w : {300, 301}) {
+    const Image sub_host = clone(parent.cview().sub(4, 3, sub_w, 30), Memory::host);
+    Image ddst(sub_w, 30, 4, PixelType::u8, Memory::device);
+    RunInfo info;
     Options o;
     o.backend = Backend::cuda;
-    Filter2D(kernels[0], Border{})(dparent.cview().sub(4, 3, 301, 30), ddst.view(), o);
+    o.info = &info;
+    Filter2D(kernels[0], Border{})(dparent.cview().sub(4, 3, sub_w, 30), ddst.view(), o);
     synchronize(nullptr);
-    EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, sub_host.cview(), kernels[0], Border{})));
+    EXPECT_TRUE(agrees(clone(ddst.cview(), Memory::host), run(Backend::ref, sub_host.cview(), kernels[0], Border{})))
+        << sub_w << " " << info.path;
+    if (sm80) EXPECT_EQ(info.path.find("in registers") != std::string::npos, sub_w == 300) << info.path;
   }
   regs_on.reset();
-  const Image src = random_image(300, 90, 3, PixelType::u8, ++seed);
+  const Image src = random_image(320, 90, 3, PixelType::u8, ++seed);
   for (const char* regs : {"on", ""}) {
     ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", regs);
     for (const Kernel& k : {kernels[0], random_kernel(5, 5, 97)}) {

@@ -484,8 +484,11 @@ class CudaFilterImpl final : public CudaFilter {
       // The fp16 dense kernels without the ring (notes, run 54; only with
       // PIXELKIT_CUDA_FILTER_REGS=on or always for now): stream_tuning's
       // regs rule.
-      if (stream_fits && si.regs_fn != nullptr && regs_ >= 0) {
-        const long long chunks = (wc + stream_tuning::kLaneBytes - 1) / stream_tuning::kLaneBytes;
+      // Its rows must be whole 16-byte chunks (1080p, 720p, 4K and 8K are, in
+      // 1, 3 and 4 channels); other widths walk the ring or take the tensor
+      // cores.
+      if (stream_fits && si.regs_fn != nullptr && regs_ >= 0 && wc % stream_tuning::kLaneBytes == 0) {
+        const long long chunks = wc / stream_tuning::kLaneBytes;
         const long long threads2 =
             chunks * ((rows + stream_tuning::kRegsRowsWave - 1) / stream_tuning::kRegsRowsWave);
         const long long threads4 = chunks * ((rows + stream_tuning::kRegsRows - 1) / stream_tuning::kRegsRows);

@@ -729,13 +729,13 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
 /// (stream_regs5_half_error_bound: 0.54 grey levels for the benchmark's
 /// random dense 5x5, which row-major order would take to 0.99).
 ///
-/// Threads whose window or rows reach beyond the image (the first and last
-/// chunks of a row, short chunks, the top and bottom segments) take a general
-/// path: every window byte by its own load, those beyond the row's ends
-/// through the border mapping, rows beyond the image through border_index,
-/// and constant rows hold the border word. The others load with no test at all (a first version
-/// with the tests on every row ran 0.0181 ms at 1080p RGB on an H100 where the
-/// probe without them took 0.0067).
+/// Rows must be whole 16-byte chunks (the host takes the ring walk or the
+/// tensor cores for other widths). The threads at a row's ends and in the
+/// top and bottom segments make the interior's loads from other addresses
+/// (the body says how) and no load of their own, so that no thread waits on
+/// memory more than once: a first version that tested every row ran 0.0181
+/// ms at 1080p RGB on an H100 where the probe without edges took 0.0062, and
+/// two with a separate path for the row ends 0.0198 and (an H200) 0.0256.
 namespace stream_tuning {
 /// With PIXELKIT_CUDA_FILTER_REGS=on (not yet the default: filter_cuda.cu,
 /// regs_policy) the host takes stream_regs_kernel where the ring walk would
@@ -799,8 +799,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
   const int x = chunk * LB;
   const int n_chunk = min(rb - x, LB);
 
-  // The sums of a window w (either path below; each path inlines its own
-  // copy, so that the general path's registers do not weigh on the other).
+  // The sums of a window w.
   auto sums = [&](const unsigned (&w)[NIN][NWW]) {
     // Pairs (e, e + 1) of window elements as fp16 subnormals (products_h's pe
     // and taps), sums as the doc comment above says.
@@ -860,19 +859,65 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
       });
     });
   };
-  if (x >= 4 * SW && x + LB + 4 * SW <= rb && y0 >= RY && y0 - RY + NIN <= height) {
-    unsigned w[NIN][NWW];
-    // Every word inside the image: plain loads, all in flight at once.
-    const std::uint8_t* row = a.src.row(y0 - RY) + x;
+  // Every thread loads the same words: its chunk and the words either side,
+  // NIN rows of them, all at once. Rows beyond the image come through
+  // border_index (a constant border's hold its value). At a row's ends
+  // (rows are whole chunks: the host) the side words come from the row's
+  // other end (wrap), hold the border value (constant), or copy bytes of the
+  // chunk itself (the other modes: the reach's pixels mirror or repeat
+  // pixels within its first or last 3 C <= 12 bytes). So the row-end threads
+  // do the interior's loads and a few byte permutations, and no thread waits
+  // on memory twice (sessions 50 and 51: row-end threads that gathered their
+  // bytes one load at a time, or each by its own load, held the one-wave
+  // kernel to 0.018-0.026 ms at 1080p RGB where the probe took 0.0054-0.0062).
+  const bool at_left = x == 0, at_right = x + LB == rb;
+  const bool wrap = a.mode == BorderMode::wrap, constant = a.mode == BorderMode::constant;
+  const bool fix_l = at_left && !wrap, fix_r = at_right && !wrap;
+  const int loff = !at_left ? x - 4 * SW : wrap ? rb - 4 * SW : x;
+  const int roff = !at_right ? x + LB : wrap ? 0 : x;
+  // For the mirrored or repeated modes, a nibble a side byte (SW words of 4):
+  // the byte of the chunk it copies.
+  unsigned sel_l = 0u, sel_r = 0u;
+  if ((fix_l || fix_r) && !constant) {
+    const int width = a.src.width;
 #pragma unroll
-    for (int t = 0; t < NIN; ++t, row += a.src.pitch) {
-      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row));
+    for (int b = 0; b < 4 * SW; ++b) {
+      const int el = b - 4 * SW;  // left: the element, x = 0
+      const int pl = (el + 1) / C - 1, sl = border_index_near(pl, width, a.mode) * C + (el - pl * C);
+      const int pr = width + b / C, sr = border_index_near(pr, width, a.mode) * C + b % C - x;
+      sel_l |= static_cast<unsigned>(min(max(sl, 0), LB - 1)) << (4 * b);
+      sel_r |= static_cast<unsigned>(min(max(sr, 0), LB - 1)) << (4 * b);
+    }
+  }
+  // The 4 bytes of chunk c that nibbles sel name.
+  auto pick = [](const uint4& c, unsigned sel) {
+    unsigned v = 0u;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const unsigned n = (sel >> (4 * k)) & 15u;
+      const unsigned lo = n & 8u ? c.z : c.x, hi = n & 8u ? c.w : c.y;
+      v |= (__byte_perm(lo, hi, n & 7u) & 0xffu) << (8 * k);
+    }
+    return v;
+  };
+  // Edge (the row-end threads and those of the top and bottom segments):
+  // rows through border_index and the side words as above; else plain loads.
+  auto load_and_sum = [&](auto edge_const) {
+    constexpr bool Edge = decltype(edge_const)::value;
+    unsigned w[NIN][NWW];
+#pragma unroll
+    for (int t = 0; t < NIN; ++t) {
+      const int iy = y0 - RY + t;
+      const int sy = !Edge || static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy
+                                                                                         : border_index(iy, height, a.mode);
+      const std::uint8_t* const row = a.src.row(max(sy, 0));
+      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
       if constexpr (SW == 1) {
-        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row - 4));
-        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + LB));
+        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
+        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
       } else {
-        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row - 8));
-        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + LB));
+        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
+        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
         w[t][0] = l.x;
         w[t][1] = l.y;
         w[t][6] = r.x;
@@ -882,54 +927,27 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
       w[t][SW + 1] = c.y;
       w[t][SW + 2] = c.z;
       w[t][SW + 3] = c.w;
+      if constexpr (Edge) {
+        if (sy < 0) {
+#pragma unroll
+          for (int i = 0; i < NWW; ++i) w[t][i] = p.border_word;
+        } else if (fix_l || fix_r) {
+#pragma unroll
+          for (int i = 0; i < SW; ++i) {
+            if (fix_l) w[t][i] = constant ? p.border_word : pick(c, sel_l >> (16 * i));
+            if (fix_r) w[t][SW + 4 + i] = constant ? p.border_word : pick(c, sel_r >> (16 * i));
+          }
+        }
+      }
     }
     sums(w);
-  } else {
-    unsigned w[NIN][NWW];
-    // Where each window byte comes from, the same on every row: its element
-    // of the row, -1 for the border value, -2 where no output of the chunk
-    // reads it (a loop into local memory, once; inlined for every byte, the
-    // border mapping took the kernel to 128 registers). Then every byte of
-    // every row by its own load, all independent, so that the thread waits
-    // for memory once (a first version built each word in a call, one after
-    // another: 24 round trips, and the kernel took 0.0198 ms at 1080p RGB on
-    // an H100 where the probe without edges took 0.0062).
-    int src_el[4 * NWW];
-#pragma unroll 1
-    for (int b = 0; b < 4 * NWW; ++b) {
-      const int d = b - 4 * SW, e = x + d;
-      int m = -2;
-      if (d >= -RY * C && d < n_chunk + RY * C) {
-        if (e >= 0 && e < rb) {
-          m = e;
-        } else {
-          const int px = e < 0 ? (e + 1) / C - 1 : e / C;  // floor(e / C)
-          const int sx = border_index_near(px, a.src.width, a.mode);
-          m = sx < 0 ? -1 : sx * C + (e - px * C);
-        }
-      }
-      src_el[b] = m;
-    }
-    const unsigned border_byte = p.border_word & 0xffu;
-#pragma unroll
-    for (int t = 0; t < NIN; ++t) {
-      const int iy = y0 - RY + t;
-      const int sy = static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy : border_index(iy, height, a.mode);
-      const std::uint8_t* const row = a.src.row(max(sy, 0));
-#pragma unroll
-      for (int i = 0; i < NWW; ++i) {
-        unsigned v = 0u;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int m = src_el[4 * i + k];
-          const unsigned byte = sy < 0 || m == -1 ? border_byte : m >= 0 ? static_cast<unsigned>(__ldg(row + m)) : 0u;
-          v |= byte << (8 * k);
-        }
-        w[t][i] = v;
-      }
-    }
-      sums(w);
-  }
+  };
+#if PIXELKIT_REGS_SPLIT
+  if (!at_left && !at_right && y0 >= RY && y0 - RY + NIN <= height)
+    load_and_sum(std::false_type{});
+  else
+#endif
+    load_and_sum(std::true_type{});
 #endif
 }
 
