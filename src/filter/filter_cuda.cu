@@ -198,9 +198,11 @@ int dense_rows_policy() {
 }
 
 /// PIXELKIT_CUDA_FILTER_REGS: the fp16 dense 3x3 and 5x5 kernels without
-/// the ring (stream_regs_kernel; notes, run 54). Not yet the default: the
-/// version here has not run on a GPU (session 50 ran out of device time; an
-/// earlier version passed the tests but was slow at the row ends). "on": the
+/// the ring (stream_regs_kernel; notes, runs 54 and 55). Not yet the
+/// default: the version here has not run on a GPU (sessions 50 and 51 ran
+/// out of device time); the three before it passed the tests but were slow
+/// at the row ends (1080p RGB dense 3x3: 0.018-0.026 ms where the ring takes
+/// 0.0084 and a probe without row ends 0.0054, H200). "on": the
 /// rule (stream_tuning::regs_plan: 3x3 where the ring would walk one wave,
 /// 5x5 up to about 4K RGB); "always": wherever the kernel's error bound
 /// allows; unset or anything else: never (3x3 walks the ring, 5x5 takes the

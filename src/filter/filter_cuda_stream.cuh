@@ -942,6 +942,12 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
     }
     sums(w);
   };
+  // PIXELKIT_REGS_SPLIT=1 (a build flag for a measurement; notes, run 55):
+  // the interior threads on a copy of the path without the row-end code. One
+  // path (the default) makes no lane of a warp wait on another's path; two
+  // may keep the interior's code as the probe's. (ptxas, sm_90, either way:
+  // 3x3 at 2 rows spills 68-100 bytes, 5x5 68-80, 3x3 at 4 rows 0-12, where
+  // the interior path alone spills none; which code spills, it does not say.)
 #if PIXELKIT_REGS_SPLIT
   if (!at_left && !at_right && y0 >= RY && y0 - RY + NIN <= height)
     load_and_sum(std::false_type{});
