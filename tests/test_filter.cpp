@@ -1739,6 +1739,48 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
   }
 }
 
+#if PIXELKIT_WITH_CUDA
+// stream_regs_kernel's row ends (replicate, reflect, reflect101) copy the
+// bytes beyond a row from the row's own first or last 16-byte chunk: each side
+// byte within the reach selects the chunk's byte that border_index maps it to,
+// and that byte lies in the chunk, for 1, 3 and 4 channels, the 3x3 and 5x5
+// reaches and every row of whole chunks up to 4096 bytes. Host code: this
+// runs without a GPU.
+template <int C, int SW>
+void expect_regs_side_selectors() {
+  for (const BorderMode mode : {BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101})
+    for (int rb = 16; rb <= 4096; rb += 16) {
+      if (rb % C != 0) continue;
+      const int width = rb / C;
+      for (const bool right : {false, true}) {
+        const int x = right ? rb - 16 : 0;
+        const unsigned sel = detail::cuda_filter::regs_side_selectors<C, SW>(right, x, width, mode);
+        for (int b = 0; b < 4 * SW; ++b) {
+          const int d = right ? 16 + b : b - 4 * SW;  // from the chunk's first byte
+          if (right ? b >= SW * C : -d > SW * C) continue;  // beyond the reach: no output reads it
+          const int e = x + d, px = e < 0 ? (e + 1) / C - 1 : e / C;
+          const int want = border_index(px, width, mode) * C + (e - px * C) - x;
+          const std::string where = "C" + std::to_string(C) + " reach " + std::to_string(SW) + " " +
+                                    to_string(mode) + " row of " + std::to_string(rb) + " bytes, " +
+                                    (right ? "right" : "left") + " byte " + std::to_string(b);
+          ASSERT_GE(want, 0) << where;
+          ASSERT_LT(want, 16) << where;
+          EXPECT_EQ((sel >> (4 * b)) & 15u, static_cast<unsigned>(want)) << where;
+        }
+      }
+    }
+}
+
+TEST(FilterCuda, StreamingRegistersRowEndsCopyTheirOwnChunk) {
+  expect_regs_side_selectors<1, 1>();
+  expect_regs_side_selectors<1, 2>();
+  expect_regs_side_selectors<3, 1>();
+  expect_regs_side_selectors<3, 2>();
+  expect_regs_side_selectors<4, 1>();
+  expect_regs_side_selectors<4, 2>();
+}
+#endif
+
 // The sizes of the stream_regs_kernel tests: rows of whole 16-byte chunks
 // (1, 2, 3, 9, 32, 33, 63 and 132 chunks; 1, 3 and 4 channels; heights of 1
 // to 61), and some that are not (which the kernel does not take).

@@ -879,15 +879,8 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
   // the byte of the chunk it copies.
   unsigned sel_l = 0u, sel_r = 0u;
   if ((fix_l || fix_r) && !constant) {
-    const int width = a.src.width;
-#pragma unroll
-    for (int b = 0; b < 4 * SW; ++b) {
-      const int el = b - 4 * SW;  // left: the element, x = 0
-      const int pl = (el + 1) / C - 1, sl = border_index_near(pl, width, a.mode) * C + (el - pl * C);
-      const int pr = width + b / C, sr = border_index_near(pr, width, a.mode) * C + b % C - x;
-      sel_l |= static_cast<unsigned>(min(max(sl, 0), LB - 1)) << (4 * b);
-      sel_r |= static_cast<unsigned>(min(max(sr, 0), LB - 1)) << (4 * b);
-    }
+    sel_l = regs_side_selectors<C, SW>(false, x, a.src.width, a.mode);
+    sel_r = regs_side_selectors<C, SW>(true, x, a.src.width, a.mode);
   }
   // The 4 bytes of chunk c that nibbles sel name.
   auto pick = [](const uint4& c, unsigned sel) {

@@ -79,6 +79,31 @@ constexpr int kStreamHalfScale = 14;
 /// above 3 and stay in FP32).
 constexpr double kStreamHalfMaxError = 0.75;
 
+/// stream_regs_kernel's row ends, for replicate, reflect and reflect101: a
+/// nibble for each of the 4 SW side bytes left of a row's first chunk
+/// (right = false; x = 0) or right of its last (right = true; x = the
+/// chunk's first byte, width * C - 16): the byte of that 16-byte chunk
+/// which the border mapping gives. A reach of SW pixels either side mirrors
+/// or repeats pixels within the row's first or last 3 C <= 12 bytes, so each
+/// lies in the chunk for rows of 16 bytes or more; bytes beyond the reach
+/// (5x5 in 1 or 3 channels) get a byte clamped into it, which no output
+/// reads. (Host and device: the tests check it against border_index_near.)
+template <int C, int SW>
+PIXELKIT_HD unsigned regs_side_selectors(bool right, int x, int width, BorderMode mode) {
+  unsigned sel = 0u;
+  for (int b = 0; b < 4 * SW; ++b) {
+    int s;
+    if (!right) {
+      const int el = b - 4 * SW, pl = (el + 1) / C - 1;  // the element and its pixel, floor(el / C)
+      s = border_index_near(pl, width, mode) * C + (el - pl * C);
+    } else {
+      s = border_index_near(width + b / C, width, mode) * C + b % C - x;
+    }
+    sel |= static_cast<unsigned>(s < 0 ? 0 : s > 15 ? 15 : s) << (4 * b);
+  }
+  return sel;
+}
+
 /// The streaming kernel for a u8 3x3 kernel (dense or separable) or a
 /// separable 5x5 one on 1, 3 or 4 channels; fn is nullptr for any other
 /// shape. A separable 3x3 kernel of whole-number factors (as for 5x5 below;
