@@ -434,14 +434,16 @@ struct SweepSize { int w, h, c; };
 
 /// Filters random u8 images of `sizes` (one seed each, seed + 1, seed + 2,
 /// ...) with every kernel and every border on the device: each result agrees
-/// with ref, and where `want_path` the path names `path_part`. Returns the
-/// elements that differ from ref and the elements compared, counted over the
-/// kernels whose name starts with one of `counted` (weights that put no exact
-/// .5 on the rounding edge, where any summation order decides).
+/// with ref, and where `want_path` the path names `path_part` (with
+/// `path_iff`, exactly where path_iff(image) holds). Returns the elements
+/// that differ from ref and the elements compared, counted over the kernels
+/// whose name starts with one of `counted` (weights that put no exact .5 on
+/// the rounding edge, where any summation order decides; "" counts all).
 std::pair<long long, long long> sweep_device_against_ref(const std::vector<SweepSize>& sizes,
                                                           const std::vector<Kernel>& kernels, std::uint32_t seed,
                                                           bool want_path, const char* path_part,
-                                                          std::initializer_list<const char*> counted) {
+                                                          std::initializer_list<const char*> counted,
+                                                          bool (*path_iff)(const ConstImageView&) = nullptr) {
   long long differing = 0, total = 0;
   for (const auto& sz : sizes) {
     const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
@@ -451,7 +453,10 @@ std::pair<long long, long long> sweep_device_against_ref(const std::vector<Sweep
         const Image got = run_device(src.cview(), k, b, &path);
         const Image want = run(Backend::ref, src, k, b);
         EXPECT_TRUE(agrees(got, want)) << path << ", " << label(src, k, b);
-        if (want_path) EXPECT_NE(path.find(path_part), std::string::npos) << path;
+        if (want_path && path_iff != nullptr)
+          EXPECT_EQ(path.find(path_part) != std::string::npos, path_iff(src.cview())) << path << ", " << label(src, k, b);
+        else if (want_path)
+          EXPECT_NE(path.find(path_part), std::string::npos) << path;
         bool count = false;
         for (const char* prefix : counted) count = count || k.name.rfind(prefix, 0) == 0;
         if (count) {
@@ -1899,24 +1904,9 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
 #endif
   const std::vector<SweepSize> sizes = regs_sweep_sizes();
   std::uint32_t seed = 3600;
-  long long differing = 0, total = 0;
-  for (const auto& sz : sizes) {
-    const Image src = random_image(sz.w, sz.h, sz.c, PixelType::u8, ++seed);
-    for (const Kernel& k : kernels)
-      for (const Border& b : all_borders()) {
-        std::string path;
-        const Image got = run_device(src.cview(), k, b, &path);
-        const Image want = run(Backend::ref, src, k, b);
-        const std::string where = label(src.cview(), k, b) + ": " + path;
-        EXPECT_TRUE(agrees(got, want)) << where;
-        differing += count_differing(got.cview(), want.cview());
-        total += static_cast<long long>(sz.w) * sz.h * sz.c;
-        if (sm80)
-          EXPECT_EQ(path.find("dense streaming 5x5 in fp16 in registers") != std::string::npos,
-                    whole_chunks(src.cview()))
-              << where;
-      }
-  }
+  const auto [differing, total] = sweep_device_against_ref(
+      sizes, kernels, seed, sm80, "dense streaming 5x5 in fp16 in registers", {""}, whole_chunks);
+  seed += static_cast<std::uint32_t>(sizes.size());
   std::printf("dense 5x5 in fp16 in registers vs ref: %lld of %lld elements off by one\n", differing, total);
   EXPECT_LE(differing, total / 5);
   // The sub-view of the 3x3 test, and the switches.

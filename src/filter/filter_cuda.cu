@@ -483,12 +483,11 @@ class CudaFilterImpl final : public CudaFilter {
           sp.prefetch_rows = prefetch_ ? stream_tuning::kPrefetchRows : 0;
         }
       }
-      // The fp16 dense kernels without the ring (notes, run 54; only with
-      // PIXELKIT_CUDA_FILTER_REGS=on or always for now): stream_tuning's
-      // regs rule.
-      // Its rows must be whole 16-byte chunks (1080p, 720p, 4K and 8K are, in
-      // 1, 3 and 4 channels); other widths walk the ring or take the tensor
-      // cores.
+      // The fp16 dense kernels without the ring (notes, runs 54 and 55; only
+      // with PIXELKIT_CUDA_FILTER_REGS=on or always for now) by
+      // stream_tuning's regs rule, on rows of whole 16-byte chunks (1080p,
+      // 720p, 4K and 8K are, in 1, 3 and 4 channels); other widths walk the
+      // ring or take the tensor cores.
       if (stream_fits && si.regs_fn != nullptr && regs_ >= 0 && wc % stream_tuning::kLaneBytes == 0) {
         const long long chunks = wc / stream_tuning::kLaneBytes;
         const long long threads2 =
