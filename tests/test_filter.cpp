@@ -47,17 +47,21 @@ Kernel random_kernel(int w, int h, std::uint32_t seed) {
   return Kernel::from_matrix(w, h, c, "random" + std::to_string(w) + "x" + std::to_string(h));
 }
 
-/// A random dense 3x3 smoothing kernel of gain 1 (coefficients 1/9 +- 1/9,
-/// the benchmark's kind): the row-streaming kernel's fp16 instance takes it.
-Kernel random_smoothing3(std::uint32_t seed) {
+/// A random dense n x n smoothing kernel of gain 1 (coefficients 1/n^2 +-
+/// 1/n^2, the benchmark's kind): the fp16 instances take it (3x3: the
+/// row-streaming kernel's; 5x5: stream_regs_kernel's).
+Kernel random_smoothing(int n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> c(9);
+  const int taps = n * n;
+  std::vector<float> c(static_cast<std::size_t>(taps));
   float sum = 0;
   for (auto& v : c) sum += v = d(rng);
-  for (auto& v : c) v = v / 9 + (1.0f - sum / 9) / 9;
-  return Kernel::from_matrix(3, 3, c, "smoothing3x3");
+  for (auto& v : c) v = v / taps + (1.0f - sum / taps) / taps;
+  const std::string side = std::to_string(n);
+  return Kernel::from_matrix(n, n, c, "smoothing" + side + "x" + side);
 }
+Kernel random_smoothing3(std::uint32_t seed) { return random_smoothing(3, seed); }
 
 const std::vector<Border>& all_borders() {
   static const std::vector<Border> b = {{BorderMode::constant, 0.0f}, {BorderMode::constant, 7.0f},
@@ -1882,16 +1886,7 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");
   ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
   auto regs_on = std::make_unique<ScopedEnv>("PIXELKIT_CUDA_FILTER_REGS", "on");
-  auto smoothing5 = [](std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-    std::vector<float> c(25);
-    float sum = 0;
-    for (auto& v : c) sum += v = d(rng);
-    for (auto& v : c) v = v / 25 + (1.0f - sum / 25) / 25;
-    return Kernel::from_matrix(5, 5, c, "smoothing5x5");
-  };
-  const std::vector<Kernel> kernels = {smoothing5(1005), smoothing5(96),
+  const std::vector<Kernel> kernels = {random_smoothing(5, 1005), random_smoothing(5, 96),
                                        parse_kernel("0,1,1,1,0;1,1,1,1,1;1,1,1,1,1;1,1,1,1,1;0,1,1,1,0/21")};
 #if PIXELKIT_WITH_CUDA
   for (const Kernel& k : kernels) {
