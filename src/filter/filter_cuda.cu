@@ -198,11 +198,12 @@ int dense_rows_policy() {
 }
 
 /// PIXELKIT_CUDA_FILTER_REGS: the fp16 dense 3x3 and 5x5 kernels without
-/// the ring (stream_regs_kernel; notes, runs 54 and 55). Not yet the
-/// default: the version here has not run on a GPU (sessions 50 and 51 ran
-/// out of device time); the three before it passed the tests but were slow
-/// at the row ends (1080p RGB dense 3x3: 0.018-0.026 ms where the ring takes
-/// 0.0084 and a probe without row ends 0.0054, H200). "on": the
+/// the ring (stream_regs_kernel; notes, runs 54 to 56). Not the default: the
+/// version here (version 4) is correct but no faster where it counts (H100,
+/// RGB, ms: 1080p dense 3x3 0.0090 where the ring takes 0.0085 and a probe
+/// with the same loads and sums but one border mode 0.0062; dense 5x5 slower
+/// than the tensor cores at every size; 3x3 faster at 640x480, 720p and 4K,
+/// 0.0036, 0.0058 and 0.0225 against 0.0048, 0.0068 and 0.0241). "on": the
 /// rule (stream_tuning::regs_plan: 3x3 where the ring would walk one wave,
 /// 5x5 up to about 4K RGB); "always": wherever the kernel's error bound
 /// allows; unset or anything else: never (3x3 walks the ring, 5x5 takes the
