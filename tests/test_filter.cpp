@@ -1753,8 +1753,9 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
 // bytes beyond a row from the row's own first or last 16-byte chunk: each side
 // byte within the reach selects the chunk's byte that border_index maps it to,
 // and that byte lies in the chunk, for 1, 3 and 4 channels, the 3x3 and 5x5
-// reaches and every row of whole chunks up to 4096 bytes. Host code: this
-// runs without a GPU.
+// reaches and every row of whole chunks up to 4096 bytes; for replicate, the
+// replicate instance's constant selectors name the same bytes. Host code:
+// this runs without a GPU.
 template <int C, int SW>
 void expect_regs_side_selectors() {
   for (const BorderMode mode : {BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101})
@@ -1775,6 +1776,13 @@ void expect_regs_side_selectors() {
           ASSERT_GE(want, 0) << where;
           ASSERT_LT(want, 16) << where;
           EXPECT_EQ((sel >> (4 * b)) & 15u, static_cast<unsigned>(want)) << where;
+          if (mode == BorderMode::replicate) {
+            // The replicate instance's constant selectors: a byte of the
+            // chunk's first word (left) or last word (right, bytes 12..15).
+            const unsigned rep = detail::cuda_filter::regs_replicate_selector<C, SW>(right, b / 4);
+            EXPECT_EQ(((rep >> (4 * (b % 4))) & 15u) + (right ? 12u : 0u), static_cast<unsigned>(want))
+                << where << " (replicate instance)";
+          }
         }
       }
     }

@@ -198,12 +198,15 @@ int dense_rows_policy() {
 }
 
 /// PIXELKIT_CUDA_FILTER_REGS: the fp16 dense 3x3 and 5x5 kernels without
-/// the ring (stream_regs_kernel; notes, runs 54 to 56). Not the default: the
-/// version here (version 4) is correct but no faster where it counts (H100,
-/// RGB, ms: 1080p dense 3x3 0.0090 where the ring takes 0.0085 and a probe
-/// with the same loads and sums but one border mode 0.0062; dense 5x5 slower
-/// than the tensor cores at every size; 3x3 faster at 640x480, 720p and 4K,
-/// 0.0036, 0.0058 and 0.0225 against 0.0048, 0.0068 and 0.0241). "on": the
+/// the ring (stream_regs_kernel; notes, runs 54 to 56). Not the default:
+/// its general instances (version 4, every border mode) are correct but no
+/// faster where it counts (H100, RGB, ms: 1080p dense 3x3 0.0090 where the
+/// ring takes 0.0085 and a probe with the same loads and sums but one border
+/// mode 0.0062; dense 5x5 slower than the tensor cores at every size; 3x3
+/// faster at 640x480, 720p and 4K, 0.0036, 0.0058 and 0.0225 against 0.0048,
+/// 0.0068 and 0.0241); border replicate's own instances (version 6, the
+/// probe's code for every channel count and both sides) have not run on a
+/// GPU yet (session 52's device time ran out). "on": the
 /// rule (stream_tuning::regs_plan: 3x3 where the ring would walk one wave,
 /// 5x5 up to about 4K RGB); "always": wherever the kernel's error bound
 /// allows; unset or anything else: never (3x3 walks the ring, 5x5 takes the
@@ -484,7 +487,7 @@ class CudaFilterImpl final : public CudaFilter {
           sp.prefetch_rows = prefetch_ ? stream_tuning::kPrefetchRows : 0;
         }
       }
-      // The fp16 dense kernels without the ring (notes, runs 54 and 55; only
+      // The fp16 dense kernels without the ring (notes, runs 54 to 56; only
       // with PIXELKIT_CUDA_FILTER_REGS=on or always for now) by
       // stream_tuning's regs rule, on rows of whole 16-byte chunks (1080p,
       // 720p, 4K and 8K are, in 1, 3 and 4 channels); other widths walk the
@@ -494,8 +497,12 @@ class CudaFilterImpl final : public CudaFilter {
         const long long threads2 =
             chunks * ((rows + stream_tuning::kRegsRowsWave - 1) / stream_tuning::kRegsRowsWave);
         const long long threads4 = chunks * ((rows + stream_tuning::kRegsRows - 1) / stream_tuning::kRegsRows);
-        const stream_tuning::RegsPlan plan = stream_tuning::regs_plan(
-            si.side, bands, threads2, wave_of(si.regs_wave_fn, 0), threads4, wave_of(si.regs_fn, 0));
+        // Border replicate has instances of its own (no other mode's code).
+        const bool rep = border_.mode == BorderMode::replicate && si.regs_rep_fn != nullptr;
+        const void* const regs4 = rep ? si.regs_rep_fn : si.regs_fn;
+        const void* const regs2 = rep ? si.regs_rep_wave_fn : si.regs_wave_fn;
+        const stream_tuning::RegsPlan plan =
+            stream_tuning::regs_plan(si.side, bands, threads2, wave_of(regs2, 0), threads4, wave_of(regs4, 0));
         const bool one_wave2 = plan.two_rows;
         if (regs_ > 0 || plan.take) {
           sp.a = args<T>(src, dst, y_begin, y_end, 16);
@@ -504,7 +511,7 @@ class CudaFilterImpl final : public CudaFilter {
           sp.segs = (rows + sp.seg_rows - 1) / sp.seg_rows;
           sp.prefetch_rows = 0;
           const long long threads = chunks * sp.segs;
-          launch_persistent(MmaKernelInfo{one_wave2 ? si.regs_wave_fn : si.regs_fn, 0}, stream_tuning::kThreads,
+          launch_persistent(MmaKernelInfo{one_wave2 ? regs2 : regs4, 0}, stream_tuning::kThreads,
                             (threads + stream_tuning::kThreads - 1) / stream_tuning::kThreads, &sp, stream);
           PIXELKIT_CUDA_CHECK_LAUNCH("stream_regs_kernel");
           return "cuda dense streaming " + std::to_string(kw_) + "x" + std::to_string(kh_) + " in fp16 in registers" +

@@ -786,7 +786,12 @@ constexpr int regs_min_blocks(int k, int nr) {
 }
 }  // namespace stream_tuning
 
-template <int C, int K, int NR>
+/// REP: border replicate alone (the host takes this instance for it): rows
+/// clamped into the image, the row ends' side words by one constant byte
+/// permutation each (regs_replicate_selector), every store 16 bytes; none of
+/// the other modes' code (border_index, the selectors, the border value), which
+/// made version 4 four times the probe's PTX (notes, run 56).
+template <int C, int K, int NR, bool REP = false>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_min_blocks(K, NR))
     stream_regs_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -803,7 +808,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
   pdl_begin();  // no global memory access before this line
   if (seg >= p.segs) return;
   const int x = chunk * LB;
-  const int n_chunk = min(rb - x, LB);
+  [[maybe_unused]] const int n_chunk = min(rb - x, LB);
 
   // The sums of a window w.
   auto sums = [&](const unsigned (&w)[NIN][NWW]) {
@@ -859,12 +864,48 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
             const uint4 q = make_uint4(__byte_perm(r[0], r[1], 0x6420u), __byte_perm(r[2], r[3], 0x6420u),
                                        __byte_perm(r[4], r[5], 0x6420u), __byte_perm(r[6], r[7], 0x6420u));
             const int y = y0 + o;
-            if (y < a.y_end) store_chunk16(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch, q, n_chunk);
+            if (y < a.y_end) {
+              if constexpr (REP)
+                *reinterpret_cast<uint4*>(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch) = q;
+              else
+                store_chunk16(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch, q, n_chunk);
+            }
           }
         }
       });
     });
   };
+  if constexpr (REP) {
+    const bool at_left = x == 0, at_right = x + LB == rb;
+    const int loff = at_left ? x : x - 4 * SW, roff = at_right ? x : x + LB;
+    unsigned w[NIN][NWW];
+#pragma unroll
+    for (int t = 0; t < NIN; ++t) {
+      const std::uint8_t* const row = a.src.row(min(max(y0 - RY + t, 0), height - 1));
+      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
+      if constexpr (SW == 1) {
+        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
+        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
+      } else {
+        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
+        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
+        w[t][0] = l.x;
+        w[t][1] = l.y;
+        w[t][6] = r.x;
+        w[t][7] = r.y;
+      }
+      w[t][SW] = c.x;
+      w[t][SW + 1] = c.y;
+      w[t][SW + 2] = c.z;
+      w[t][SW + 3] = c.w;
+#pragma unroll
+      for (int i = 0; i < SW; ++i) {
+        if (at_left) w[t][i] = __byte_perm(c.x, 0u, regs_replicate_selector<C, SW>(false, i));
+        if (at_right) w[t][SW + 4 + i] = __byte_perm(c.w, 0u, regs_replicate_selector<C, SW>(true, i));
+      }
+    }
+    sums(w);
+  } else {
   // Every thread loads the same words: its chunk and the words either side,
   // NIN rows of them, all at once. Rows beyond the image come through
   // border_index (a constant border's hold its value). At a row's ends
@@ -946,6 +987,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
   // every load first and each row's fixes as the sums take it, 0.0102. Notes,
   // run 56.)
   load_and_sum(std::true_type{});
+  }
 #endif
 }
 
@@ -967,6 +1009,8 @@ StreamKernelInfo stream_pick(StreamInstance which) {
                             fn(stream_kernel<C, false, true, 3, false, true>), smem, false, strip, 3, false, true};
       info.regs_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRows>);
       info.regs_wave_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRowsWave>);
+      info.regs_rep_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRows, true>);
+      info.regs_rep_wave_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRowsWave, true>);
       return info;
     }
     case StreamInstance::half5: {
@@ -974,6 +1018,8 @@ StreamKernelInfo stream_pick(StreamInstance which) {
       StreamKernelInfo info{nullptr, nullptr, 0, false, stream_tuning::kLaneBytes, 5, false, true};
       info.regs_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRows>);
       info.regs_wave_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRowsWave>);
+      info.regs_rep_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRows, true>);
+      info.regs_rep_wave_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRowsWave, true>);
       return info;
     }
     case StreamInstance::int3:

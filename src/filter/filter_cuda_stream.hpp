@@ -31,6 +31,10 @@ struct StreamKernelInfo {
   /// where there are none. The dense 5x5 fp16 instance (half5) has only these.
   const void* regs_fn = nullptr;
   const void* regs_wave_fn = nullptr;
+  /// The same for border replicate alone (stream_regs_kernel<C, side, NR,
+  /// true>: rows clamped, row ends by constant byte permutations).
+  const void* regs_rep_fn = nullptr;
+  const void* regs_rep_wave_fn = nullptr;
 };
 
 /// Which of the row-streaming kernel's instances a launch takes.
@@ -100,6 +104,22 @@ PIXELKIT_HD unsigned regs_side_selectors(bool right, int x, int width, BorderMod
       s = border_index_near(width + b / C, width, mode) * C + b % C - x;
     }
     sel |= static_cast<unsigned>(s < 0 ? 0 : s > 15 ? 15 : s) << (4 * b);
+  }
+  return sel;
+}
+
+/// regs_side_selectors for border replicate, as constant byte selectors: the
+/// PRMT selector (a nibble a byte, 0..3) of side word i (of SW) left of a
+/// row's first chunk, from the chunk's first word (bytes 0..3: the first
+/// pixel's, C <= 4), or right of its last, from the chunk's last word (bytes
+/// 12..15: the last pixel's, as the row ends at the chunk's end).
+template <int C, int SW>
+constexpr unsigned regs_replicate_selector(bool right, int i) {
+  unsigned sel = 0u;
+  for (int k = 0; k < 4; ++k) {
+    const int b = 4 * i + k;  // side byte
+    const int src = right ? 16 - C + b % C - 12 : ((b - 4 * SW) % C + C) % C;
+    sel |= static_cast<unsigned>(src) << (4 * k);
   }
   return sel;
 }
