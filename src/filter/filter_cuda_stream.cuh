@@ -906,87 +906,87 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
     }
     sums(w);
   } else {
-  // Every thread loads the same words: its chunk and the words either side,
-  // NIN rows of them, all at once. Rows beyond the image come through
-  // border_index (a constant border's hold its value). At a row's ends
-  // (rows are whole chunks: the host) the side words come from the row's
-  // other end (wrap), hold the border value (constant), or copy bytes of the
-  // chunk itself (the other modes: the reach's pixels mirror or repeat
-  // pixels within its first or last 3 C <= 12 bytes). So the row-end threads
-  // do the interior's loads and a few byte permutations, and no thread waits
-  // on memory twice (sessions 50 and 51: row-end threads that gathered their
-  // bytes one load at a time, or each by its own load, held the one-wave
-  // kernel to 0.018-0.026 ms at 1080p RGB where the probe took 0.0054-0.0062).
-  const bool at_left = x == 0, at_right = x + LB == rb;
-  const bool wrap = a.mode == BorderMode::wrap, constant = a.mode == BorderMode::constant;
-  const bool fix_l = at_left && !wrap, fix_r = at_right && !wrap;
-  const int loff = !at_left ? x - 4 * SW : wrap ? rb - 4 * SW : x;
-  const int roff = !at_right ? x + LB : wrap ? 0 : x;
-  // For the mirrored or repeated modes, a nibble a side byte (SW words of 4):
-  // the byte of the chunk it copies.
-  unsigned sel_l = 0u, sel_r = 0u;
-  if ((fix_l || fix_r) && !constant) {
-    sel_l = regs_side_selectors<C, SW>(false, x, a.src.width, a.mode);
-    sel_r = regs_side_selectors<C, SW>(true, x, a.src.width, a.mode);
-  }
-  // The 4 bytes of chunk c that nibbles sel name.
-  auto pick = [](const uint4& c, unsigned sel) {
-    unsigned v = 0u;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const unsigned n = (sel >> (4 * k)) & 15u;
-      const unsigned lo = n & 8u ? c.z : c.x, hi = n & 8u ? c.w : c.y;
-      v |= (__byte_perm(lo, hi, n & 7u) & 0xffu) << (8 * k);
+    // Every thread loads the same words: its chunk and the words either side,
+    // NIN rows of them, all at once. Rows beyond the image come through
+    // border_index (a constant border's hold its value). At a row's ends
+    // (rows are whole chunks: the host) the side words come from the row's
+    // other end (wrap), hold the border value (constant), or copy bytes of the
+    // chunk itself (the other modes: the reach's pixels mirror or repeat
+    // pixels within its first or last 3 C <= 12 bytes). So the row-end threads
+    // do the interior's loads and a few byte permutations, and no thread waits
+    // on memory twice (sessions 50 and 51: row-end threads that gathered their
+    // bytes one load at a time, or each by its own load, held the one-wave
+    // kernel to 0.018-0.026 ms at 1080p RGB where the probe took 0.0054-0.0062).
+    const bool at_left = x == 0, at_right = x + LB == rb;
+    const bool wrap = a.mode == BorderMode::wrap, constant = a.mode == BorderMode::constant;
+    const bool fix_l = at_left && !wrap, fix_r = at_right && !wrap;
+    const int loff = !at_left ? x - 4 * SW : wrap ? rb - 4 * SW : x;
+    const int roff = !at_right ? x + LB : wrap ? 0 : x;
+    // For the mirrored or repeated modes, a nibble a side byte (SW words of 4):
+    // the byte of the chunk it copies.
+    unsigned sel_l = 0u, sel_r = 0u;
+    if ((fix_l || fix_r) && !constant) {
+      sel_l = regs_side_selectors<C, SW>(false, x, a.src.width, a.mode);
+      sel_r = regs_side_selectors<C, SW>(true, x, a.src.width, a.mode);
     }
-    return v;
-  };
-  // Edge (the row-end threads and those of the top and bottom segments):
-  // rows through border_index and the side words as above; else plain loads.
-  auto load_and_sum = [&](auto edge_const) {
-    constexpr bool Edge = decltype(edge_const)::value;
-    unsigned w[NIN][NWW];
+    // The 4 bytes of chunk c that nibbles sel name.
+    auto pick = [](const uint4& c, unsigned sel) {
+      unsigned v = 0u;
 #pragma unroll
-    for (int t = 0; t < NIN; ++t) {
-      const int iy = y0 - RY + t;
-      const int sy = !Edge || static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy
-                                                                                         : border_index(iy, height, a.mode);
-      const std::uint8_t* const row = a.src.row(max(sy, 0));
-      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
-      if constexpr (SW == 1) {
-        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
-        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
-      } else {
-        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
-        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
-        w[t][0] = l.x;
-        w[t][1] = l.y;
-        w[t][6] = r.x;
-        w[t][7] = r.y;
+      for (int k = 0; k < 4; ++k) {
+        const unsigned n = (sel >> (4 * k)) & 15u;
+        const unsigned lo = n & 8u ? c.z : c.x, hi = n & 8u ? c.w : c.y;
+        v |= (__byte_perm(lo, hi, n & 7u) & 0xffu) << (8 * k);
       }
-      w[t][SW] = c.x;
-      w[t][SW + 1] = c.y;
-      w[t][SW + 2] = c.z;
-      w[t][SW + 3] = c.w;
-      if constexpr (Edge) {
-        if (sy < 0) {
+      return v;
+    };
+    // Edge (the row-end threads and those of the top and bottom segments):
+    // rows through border_index and the side words as above; else plain loads.
+    auto load_and_sum = [&](auto edge_const) {
+      constexpr bool Edge = decltype(edge_const)::value;
+      unsigned w[NIN][NWW];
 #pragma unroll
-          for (int i = 0; i < NWW; ++i) w[t][i] = p.border_word;
-        } else if (fix_l || fix_r) {
+      for (int t = 0; t < NIN; ++t) {
+        const int iy = y0 - RY + t;
+        const int sy =
+            !Edge || static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy : border_index(iy, height, a.mode);
+        const std::uint8_t* const row = a.src.row(max(sy, 0));
+        const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
+        if constexpr (SW == 1) {
+          w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
+          w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
+        } else {
+          const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
+          const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
+          w[t][0] = l.x;
+          w[t][1] = l.y;
+          w[t][6] = r.x;
+          w[t][7] = r.y;
+        }
+        w[t][SW] = c.x;
+        w[t][SW + 1] = c.y;
+        w[t][SW + 2] = c.z;
+        w[t][SW + 3] = c.w;
+        if constexpr (Edge) {
+          if (sy < 0) {
 #pragma unroll
-          for (int i = 0; i < SW; ++i) {
-            if (fix_l) w[t][i] = constant ? p.border_word : pick(c, sel_l >> (16 * i));
-            if (fix_r) w[t][SW + 4 + i] = constant ? p.border_word : pick(c, sel_r >> (16 * i));
+            for (int i = 0; i < NWW; ++i) w[t][i] = p.border_word;
+          } else if (fix_l || fix_r) {
+#pragma unroll
+            for (int i = 0; i < SW; ++i) {
+              if (fix_l) w[t][i] = constant ? p.border_word : pick(c, sel_l >> (16 * i));
+              if (fix_r) w[t][SW + 4 + i] = constant ? p.border_word : pick(c, sel_r >> (16 * i));
+            }
           }
         }
       }
-    }
-    sums(w);
-  };
-  // (Tried and slower: a separate interior path, session 51's
-  // PIXELKIT_REGS_SPLIT=1, 1080p RGB dense 3x3 0.0097 ms against 0.0090, H100;
-  // every load first and each row's fixes as the sums take it, 0.0102. Notes,
-  // run 56.)
-  load_and_sum(std::true_type{});
+      sums(w);
+    };
+    // (Tried and slower: a separate interior path, session 51's
+    // PIXELKIT_REGS_SPLIT=1, 1080p RGB dense 3x3 0.0097 ms against 0.0090, H100;
+    // every load first and each row's fixes as the sums take it, 0.0102. Notes,
+    // run 56.)
+    load_and_sum(std::true_type{});
   }
 #endif
 }
