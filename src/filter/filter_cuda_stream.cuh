@@ -875,6 +875,27 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
       });
     });
   };
+  // Row `row`'s words into wt: the thread's chunk (returned too) and the side
+  // words at byte offsets loff and roff.
+  auto load_row = [&](unsigned (&wt)[NWW], const std::uint8_t* row, int loff, int roff) {
+    const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
+    if constexpr (SW == 1) {
+      wt[0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
+      wt[5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
+    } else {
+      const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
+      const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
+      wt[0] = l.x;
+      wt[1] = l.y;
+      wt[6] = r.x;
+      wt[7] = r.y;
+    }
+    wt[SW] = c.x;
+    wt[SW + 1] = c.y;
+    wt[SW + 2] = c.z;
+    wt[SW + 3] = c.w;
+    return c;
+  };
   if constexpr (REP) {
     const bool at_left = x == 0, at_right = x + LB == rb;
     const int loff = at_left ? x : x - 4 * SW, roff = at_right ? x : x + LB;
@@ -882,22 +903,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
 #pragma unroll
     for (int t = 0; t < NIN; ++t) {
       const std::uint8_t* const row = a.src.row(min(max(y0 - RY + t, 0), height - 1));
-      const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
-      if constexpr (SW == 1) {
-        w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
-        w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
-      } else {
-        const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
-        const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
-        w[t][0] = l.x;
-        w[t][1] = l.y;
-        w[t][6] = r.x;
-        w[t][7] = r.y;
-      }
-      w[t][SW] = c.x;
-      w[t][SW + 1] = c.y;
-      w[t][SW + 2] = c.z;
-      w[t][SW + 3] = c.w;
+      const uint4 c = load_row(w[t], row, loff, roff);
 #pragma unroll
       for (int i = 0; i < SW; ++i) {
         if (at_left) w[t][i] = __byte_perm(c.x, 0u, regs_replicate_selector<C, SW>(false, i));
@@ -951,22 +957,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
         const int sy =
             !Edge || static_cast<unsigned>(iy) < static_cast<unsigned>(height) ? iy : border_index(iy, height, a.mode);
         const std::uint8_t* const row = a.src.row(max(sy, 0));
-        const uint4 c = __ldg(reinterpret_cast<const uint4*>(row + x));
-        if constexpr (SW == 1) {
-          w[t][0] = __ldg(reinterpret_cast<const unsigned*>(row + loff));
-          w[t][5] = __ldg(reinterpret_cast<const unsigned*>(row + roff));
-        } else {
-          const uint2 l = __ldg(reinterpret_cast<const uint2*>(row + loff));
-          const uint2 r = __ldg(reinterpret_cast<const uint2*>(row + roff));
-          w[t][0] = l.x;
-          w[t][1] = l.y;
-          w[t][6] = r.x;
-          w[t][7] = r.y;
-        }
-        w[t][SW] = c.x;
-        w[t][SW + 1] = c.y;
-        w[t][SW + 2] = c.z;
-        w[t][SW + 3] = c.w;
+        const uint4 c = load_row(w[t], row, loff, roff);
         if constexpr (Edge) {
           if (sy < 0) {
 #pragma unroll
