@@ -1810,11 +1810,13 @@ std::vector<SweepSize> regs_sweep_sizes() {
 bool whole_chunks(const ConstImageView& v) { return v.width * v.channels % 16 == 0; }
 
 // The fp16 dense 3x3 instance without the ring (stream_regs_kernel; notes,
-// run 54), which the host takes with PIXELKIT_CUDA_FILTER_REGS=on where the
-// one-wave layout's segments would be short (every size here) and the rows
-// are whole 16-byte chunks, forms products_h's sums in the same order: its
-// outputs equal the ring walk's (the switch unset: not yet the default) bit
-// for bit on every border and 1, 3 and 4 channels, and agree with ref. The
+// runs 54 and 57), which the host takes with PIXELKIT_CUDA_FILTER_REGS=on
+// where the one-wave layout's segments would be short (every size here) and
+// the rows are whole 16-byte chunks, forms products_h's sums in the same
+// order: its outputs equal the ring walk's (the switch off) bit for bit on
+// every border and 1, 3 and 4 channels, and agree with ref. With the switch
+// unset (the default) border replicate takes its own instance, the other
+// modes the ring; both equal the ring's output bit for bit too. The
 // sizes put rows of 1, 2, 3, 9, 32 (a warp), 33 and more chunks, one chunk
 // being both row ends, under heights of 1 to 3 rows and ones that leave the
 // last thread 1 to 3 of its 2 or 4 rows, and a sub-view whose pitch exceeds
@@ -1842,19 +1844,25 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
   auto check = [&](const ConstImageView& src, const ConstImageView& dsrc, const std::string& what) {
     for (const Kernel& k : kernels)
       for (const Border& b : all_borders()) {
-        std::string regs_path, ring_path;
-        const Image regs = [&] {
-          ScopedEnv e("PIXELKIT_CUDA_FILTER_REGS", "on");
-          return on_device(dsrc, k, b, &regs_path);
-        }();
-        const Image ring = on_device(dsrc, k, b, &ring_path);
+        std::string regs_path, ring_path, default_path;
+        auto with_switch = [&](const char* regs, std::string* path) {
+          ScopedEnv e("PIXELKIT_CUDA_FILTER_REGS", regs);
+          return on_device(dsrc, k, b, path);
+        };
+        const Image regs = with_switch("on", &regs_path);
+        const Image ring = with_switch("off", &ring_path);
+        const Image by_default = with_switch("", &default_path);
         const std::string where = what + " " + k.name + " " + to_string(b) + ": " + regs_path;
         EXPECT_EQ(count_differing(regs.cview(), ring.cview()), 0) << where;
+        EXPECT_EQ(count_differing(by_default.cview(), ring.cview()), 0) << where << "; by default " << default_path;
         EXPECT_TRUE(agrees(regs, run(Backend::ref, src, k, b))) << where;
         if (sm80) {
           EXPECT_EQ(regs_path.find("dense streaming 3x3 in fp16 in registers") != std::string::npos,
                     whole_chunks(dsrc))
               << where;
+          EXPECT_EQ(default_path.find("dense streaming 3x3 in fp16 in registers") != std::string::npos,
+                    whole_chunks(dsrc) && b.mode == BorderMode::replicate)
+              << where << "; by default " << default_path;
           EXPECT_NE(ring_path.find("dense streaming 3x3 in fp16"), std::string::npos) << ring_path;
           EXPECT_EQ(ring_path.find("in registers"), std::string::npos) << ring_path;
         }
@@ -1881,11 +1889,12 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
 
 // Dense 5x5 kernels whose fp16 error bound in stream_regs_kernel's order
 // (each kernel row summed, then the rows) is at most kStreamHalfMaxError run
-// on it with PIXELKIT_CUDA_FILTER_REGS=on (notes, run 54): within 1 of ref's
-// on every border, 1, 3 and 4 channels and the sizes above, the path naming
-// it where the rows are whole 16-byte chunks (the rest, and every size with
-// the switch unset, not yet the default, take the dense tensor-core kernel);
-// kernels beyond the bound never take it. The benchmark's random dense 5x5
+// on it with PIXELKIT_CUDA_FILTER_REGS=on (notes, runs 54 and 57): within 1
+// of ref's on every border, 1, 3 and 4 channels and the sizes above, the path
+// naming it where the rows are whole 16-byte chunks (the rest take the dense
+// tensor-core kernel; so do the other modes than replicate with the switch
+// unset, the default, and every mode with it off); kernels beyond the bound
+// never take it. The benchmark's random dense 5x5
 // (coefficients 1/25 +- 1/25) is bound by 0.54 in this order, 0.99 in
 // row-major order.
 TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
@@ -1930,16 +1939,19 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
   }
   regs_on.reset();
   const Image src = random_image(320, 90, 3, PixelType::u8, ++seed);
-  for (const char* regs : {"on", ""}) {
-    ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", regs);
-    for (const Kernel& k : {kernels[0], random_kernel(5, 5, 97)}) {
-      std::string path;
-      const Image got = run_device(src.cview(), k, Border{}, &path);
-      EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, Border{}))) << regs << " " << k.name << " " << path;
-      const bool fp16_regs = *regs != '\0' && k.name == kernels[0].name;
-      if (sm80) EXPECT_EQ(path.find("in registers") != std::string::npos, fp16_regs) << regs << " " << k.name << " " << path;
+  for (const std::string regs : {"on", "off", ""})
+    for (const Border& b : {Border{}, Border{BorderMode::replicate, 0}}) {
+      ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", regs.c_str());
+      for (const Kernel& k : {kernels[0], random_kernel(5, 5, 97)}) {
+        std::string path;
+        const Image got = run_device(src.cview(), k, b, &path);
+        const std::string where = "switch '" + regs + "' " + to_string(b) + " " + k.name + ": " + path;
+        EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << where;
+        const bool fp16_regs =
+            k.name == kernels[0].name && (regs == "on" || (regs == "" && b.mode == BorderMode::replicate));
+        if (sm80) EXPECT_EQ(path.find("in registers") != std::string::npos, fp16_regs) << where;
+      }
     }
-  }
 }
 
 TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
