@@ -1749,12 +1749,21 @@ TEST(FilterCuda, StreamingDenseThreeByThreeInHalfPrecision) {
 }
 
 #if PIXELKIT_WITH_CUDA
+// PRMT (__byte_perm) as the GPU runs it for selector nibbles 0..7: byte k of
+// the result is byte (sel >> 4k) & 7 of b:a.
+unsigned byte_perm(unsigned a, unsigned b, unsigned sel) {
+  const unsigned long long x = static_cast<unsigned long long>(b) << 32 | a;
+  unsigned v = 0u;
+  for (int k = 0; k < 4; ++k) v |= static_cast<unsigned>((x >> (8 * ((sel >> (4 * k)) & 7u))) & 0xffu) << (8 * k);
+  return v;
+}
+
 // stream_regs_kernel's row ends (replicate, reflect, reflect101) copy the
 // bytes beyond a row from the row's own first or last 16-byte chunk: each side
 // byte within the reach selects the chunk's byte that border_index maps it to,
 // and that byte lies in the chunk, for 1, 3 and 4 channels, the 3x3 and 5x5
-// reaches and every row of whole chunks up to 4096 bytes; for replicate, the
-// replicate instance's constant selectors name the same bytes. Host code:
+// reaches and every row of whole chunks up to 4096 bytes; the mode's own
+// instance's constant byte permutations give the same bytes. Host code:
 // this runs without a GPU.
 template <int C, int SW>
 void expect_regs_side_selectors() {
@@ -1776,13 +1785,16 @@ void expect_regs_side_selectors() {
           ASSERT_GE(want, 0) << where;
           ASSERT_LT(want, 16) << where;
           EXPECT_EQ((sel >> (4 * b)) & 15u, static_cast<unsigned>(want)) << where;
-          if (mode == BorderMode::replicate) {
-            // The replicate instance's constant selectors: a byte of the
-            // chunk's first word (left) or last word (right, bytes 12..15).
-            const unsigned rep = detail::cuda_filter::regs_replicate_selector<C, SW>(right, b / 4);
-            EXPECT_EQ(((rep >> (4 * (b % 4))) & 15u) + (right ? 12u : 0u), static_cast<unsigned>(want))
-                << where << " (replicate instance)";
-          }
+          // The mode's own instance: its constant byte permutations of the
+          // chunk's words, run here on a chunk whose bytes are 0..15, give
+          // the same byte.
+          const detail::cuda_filter::RegsSideWord plan =
+              detail::cuda_filter::regs_fixed_side_word<C, SW>(detail::cuda_filter::regs_border_for(mode), right, b / 4);
+          ASSERT_GE(plan.w0, 0) << where;
+          const unsigned cw[4] = {0x03020100u, 0x07060504u, 0x0b0a0908u, 0x0f0e0d0cu};
+          unsigned v = byte_perm(cw[plan.w0], cw[plan.w1], plan.sel);
+          if (plan.w2 >= 0) v = byte_perm(v, cw[plan.w2], plan.sel2);
+          EXPECT_EQ((v >> (8 * (b % 4))) & 0xffu, static_cast<unsigned>(want)) << where << " (the mode's instance)";
         }
       }
     }
@@ -1808,6 +1820,15 @@ std::vector<SweepSize> regs_sweep_sizes() {
 }
 // Whether stream_regs_kernel can take v: rows of whole 16-byte chunks.
 bool whole_chunks(const ConstImageView& v) { return v.width * v.channels % 16 == 0; }
+// Whether b has stream_regs_kernel instances of its own, which the host takes
+// by default (replicate, reflect, reflect101; constant and wrap: the general
+// one, only with PIXELKIT_CUDA_FILTER_REGS=on or always).
+// Reflect's and reflect101's take images of 3 rows or more (one reflection
+// reaches every row).
+bool own_instance(const Border& b, int height) {
+  return b.mode == BorderMode::replicate ||
+         ((b.mode == BorderMode::reflect || b.mode == BorderMode::reflect101) && height >= 3);
+}
 
 // The fp16 dense 3x3 instance without the ring (stream_regs_kernel; notes,
 // runs 54 and 57), which the host takes with PIXELKIT_CUDA_FILTER_REGS=on
@@ -1815,8 +1836,9 @@ bool whole_chunks(const ConstImageView& v) { return v.width * v.channels % 16 ==
 // the rows are whole 16-byte chunks, forms products_h's sums in the same
 // order: its outputs equal the ring walk's (the switch off) bit for bit on
 // every border and 1, 3 and 4 channels, and agree with ref. With the switch
-// unset (the default) border replicate takes its own instance, the other
-// modes the ring; both equal the ring's output bit for bit too. The
+// unset (the default) replicate, reflect and reflect101 take their own
+// instances, constant and wrap the ring; all equal the ring's output bit for
+// bit too. The
 // sizes put rows of 1, 2, 3, 9, 32 (a warp), 33 and more chunks, one chunk
 // being both row ends, under heights of 1 to 3 rows and ones that leave the
 // last thread 1 to 3 of its 2 or 4 rows, and a sub-view whose pitch exceeds
@@ -1861,7 +1883,7 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
                     whole_chunks(dsrc))
               << where;
           EXPECT_EQ(default_path.find("dense streaming 3x3 in fp16 in registers") != std::string::npos,
-                    whole_chunks(dsrc) && b.mode == BorderMode::replicate)
+                    whole_chunks(dsrc) && own_instance(b, dsrc.height))
               << where << "; by default " << default_path;
           EXPECT_NE(ring_path.find("dense streaming 3x3 in fp16"), std::string::npos) << ring_path;
           EXPECT_EQ(ring_path.find("in registers"), std::string::npos) << ring_path;
@@ -1892,9 +1914,9 @@ TEST(FilterCuda, StreamingRegistersEqualTheRingBitForBit) {
 // on it with PIXELKIT_CUDA_FILTER_REGS=on (notes, runs 54 and 57): within 1
 // of ref's on every border, 1, 3 and 4 channels and the sizes above, the path
 // naming it where the rows are whole 16-byte chunks (the rest take the dense
-// tensor-core kernel; so do the other modes than replicate with the switch
-// unset, the default, and every mode with it off); kernels beyond the bound
-// never take it. The benchmark's random dense 5x5
+// tensor-core kernel; so do constant and wrap with the switch unset, the
+// default, and every mode with it off); kernels beyond the bound never take
+// it. The benchmark's random dense 5x5
 // (coefficients 1/25 +- 1/25) is bound by 0.54 in this order, 0.99 in
 // row-major order.
 TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
@@ -1940,15 +1962,14 @@ TEST(FilterCuda, StreamingRegistersDenseFiveByFiveAgreeWithRef) {
   regs_on.reset();
   const Image src = random_image(320, 90, 3, PixelType::u8, ++seed);
   for (const std::string regs : {"on", "off", ""})
-    for (const Border& b : {Border{}, Border{BorderMode::replicate, 0}}) {
+    for (const Border& b : {Border{}, Border{BorderMode::replicate, 0}, Border{BorderMode::constant, 7}}) {
       ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", regs.c_str());
       for (const Kernel& k : {kernels[0], random_kernel(5, 5, 97)}) {
         std::string path;
         const Image got = run_device(src.cview(), k, b, &path);
         const std::string where = "switch '" + regs + "' " + to_string(b) + " " + k.name + ": " + path;
         EXPECT_TRUE(agrees(got, run(Backend::ref, src, k, b))) << where;
-        const bool fp16_regs =
-            k.name == kernels[0].name && (regs == "on" || (regs == "" && b.mode == BorderMode::replicate));
+        const bool fp16_regs = k.name == kernels[0].name && (regs == "on" || (regs == "" && own_instance(b, src.height())));
         if (sm80) EXPECT_EQ(path.find("in registers") != std::string::npos, fp16_regs) << where;
       }
     }
@@ -1959,6 +1980,9 @@ TEST(FilterCuda, StreamingWarpsWalkLongSegments) {
   // 2000 x 600 RGB: 12 strips, segments of tens of rows, so each warp's ring
   // of row slots wraps many times. Small enough for racecheck.
   ScopedEnv env("PIXELKIT_CUDA_FILTER_STREAM", "");  // the default rule
+  // The ring walk: reflect101's own stream_regs_kernel instance would take
+  // the fp16 kernel (rows of 6000 bytes, whole 16-byte chunks) in any layout.
+  ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", "off");
   const Image src = random_image(2000, 600, 3, PixelType::u8, 45);
   // The default layout (one wave of tall segments at this size), then the
   // band walk of large images (short segments, strip fastest), forced, at
@@ -2179,6 +2203,7 @@ TEST(FilterCuda, StreamingThreeByThreeTakesBandsEarlierOnFastMemory) {
   if (!device_has_tensor_core_path()) GTEST_SKIP() << "the streaming kernels need sm_80";
   ScopedEnv stream_env("PIXELKIT_CUDA_FILTER_STREAM", "");
   ScopedEnv half_env("PIXELKIT_CUDA_FILTER_HALF", "");
+  ScopedEnv regs_env("PIXELKIT_CUDA_FILTER_REGS", "off");  // the ring walk (rows of whole 16-byte chunks)
   const bool fast = device_dram_gbps_per_sm() >= detail::cuda_filter::kStreamFastMemoryGBpsPerSM;
   const Border b{BorderMode::reflect101, 0};
   constexpr int kStrips = 8;  // 1024 pixels of 4 bytes

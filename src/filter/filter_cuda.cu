@@ -189,7 +189,7 @@ bool edge_columns_from_smem() {
 bool prefetch_enabled() { return switch_on("PIXELKIT_CUDA_FILTER_PREFETCH"); }
 
 /// Which borders take stream_regs_kernel (regs_policy).
-enum class RegsPolicy { off, replicate, rule, always };
+enum class RegsPolicy { off, fixed_modes, rule, always };
 
 /// PIXELKIT_CUDA_FILTER_DENSE_ROWS=16|32|48|64: the dense tensor-core kernel's
 /// output rows per tile (the benchmark compares them); unset or anything else:
@@ -201,27 +201,29 @@ int dense_rows_policy() {
 }
 
 /// PIXELKIT_CUDA_FILTER_REGS: the fp16 dense 3x3 and 5x5 kernels without
-/// the ring (stream_regs_kernel; notes, runs 54 to 57). Border replicate has
-/// instances of its own (version 6: rows clamped, the row ends' side words
-/// by one byte permute), which beat the ring and the tensor cores at every
-/// size (H100, RGB, ms, run 57: dense 3x3 640x480 0.0049 -> 0.0020, 1080p
-/// 0.0085 -> 0.0064, 4K 0.0243 -> 0.0192, 8K 0.0808 -> 0.0684; dense 5x5
-/// 1080p 0.0128 -> 0.0094, 8K 0.1070 -> 0.0978), so they are the default
+/// the ring (stream_regs_kernel; notes, runs 54 to 57). Replicate, reflect
+/// and reflect101 have instances of their own (rows through that mode, the
+/// row ends' side words by constant byte permutations), which beat the ring
+/// and the tensor cores at every size (H100, RGB, replicate, ms, run 57:
+/// dense 3x3 640x480 0.0049 -> 0.0020, 1080p 0.0085 -> 0.0064, 4K 0.0243 ->
+/// 0.0192, 8K 0.0808 -> 0.0684; dense 5x5 1080p 0.0128 -> 0.0094, 8K 0.1070
+/// -> 0.0978; one and four channels faster too), so they are the default
 /// wherever the kernel's error bound allows and the rows are whole 16-byte
-/// chunks. The other border modes' instances (version 4) are correct but
+/// chunks. The general instance (constant and wrap; version 4) is correct but
 /// no faster where it counts (1080p dense 3x3 0.0090 against the ring's
-/// 0.0085; dense 5x5 slower than the tensor cores at every size), so they
-/// run only when asked. Unset or anything else: replicate's instances, no
-/// others (RegsPolicy::replicate); "on": also the others by the rule
-/// (stream_tuning::regs_plan: 3x3 where the ring would walk one wave, 5x5 up
-/// to about 4K RGB); "always": every mode wherever the bound allows; "off":
-/// never (3x3 walks the ring, 5x5 takes the tensor cores).
+/// 0.0085; dense 5x5 slower than the tensor cores at every size), so it runs
+/// only when asked. Unset or anything else: the fixed modes' instances, not
+/// the general one (RegsPolicy::fixed_modes); "on": also the general one by
+/// the rule (stream_tuning::regs_plan: 3x3 where the ring would walk one
+/// wave, 5x5 up to about 4K RGB); "always": every mode wherever the bound
+/// allows; "off" or "0": never (3x3 walks the ring, 5x5 takes the tensor
+/// cores).
 RegsPolicy regs_policy() {
   const char* v = std::getenv("PIXELKIT_CUDA_FILTER_REGS");
-  if (v == nullptr) return RegsPolicy::replicate;
+  if (v == nullptr) return RegsPolicy::fixed_modes;
   if (std::strcmp(v, "on") == 0 || std::strcmp(v, "1") == 0) return RegsPolicy::rule;
   if (std::strcmp(v, "always") == 0) return RegsPolicy::always;
-  return std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0 ? RegsPolicy::off : RegsPolicy::replicate;
+  return std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0 ? RegsPolicy::off : RegsPolicy::fixed_modes;
 }
 
 /// PIXELKIT_CUDA_FILTER_PDL=off: launch the filter kernels without
@@ -495,22 +497,26 @@ class CudaFilterImpl final : public CudaFilter {
       }
       // The fp16 dense kernels without the ring (notes, runs 54 to 57) on
       // rows of whole 16-byte chunks (1080p, 720p, 4K and 8K are, in 1, 3
-      // and 4 channels): border replicate's own instances wherever they
-      // exist (the default), the other modes' by regs_policy; other widths
-      // walk the ring or take the tensor cores.
-      const bool rep = border_.mode == BorderMode::replicate && si.regs_rep_fn != nullptr;
-      const bool regs_mode = rep ? regs_ != RegsPolicy::off : regs_ == RegsPolicy::rule || regs_ == RegsPolicy::always;
+      // and 4 channels): replicate's, reflect's and reflect101's own
+      // instances wherever they exist (the default), constant and wrap
+      // through the general one by regs_policy; other widths walk the ring
+      // or take the tensor cores.
+      const RegsBorder rb = regs_border_for(border_.mode);
+      const int fixed = static_cast<int>(rb) - 1;  // regs_fixed_fn's index, or -1
+      const bool own = fixed >= 0 && si.regs_fixed_fn[fixed] != nullptr &&
+                       (rb == RegsBorder::replicate || src.height >= kRegsMirrorMinHeight);
+      const bool regs_mode = own ? regs_ != RegsPolicy::off : regs_ == RegsPolicy::rule || regs_ == RegsPolicy::always;
       if (stream_fits && si.regs_fn != nullptr && regs_mode && wc % stream_tuning::kLaneBytes == 0) {
         const long long chunks = wc / stream_tuning::kLaneBytes;
         const long long threads2 =
             chunks * ((rows + stream_tuning::kRegsRowsWave - 1) / stream_tuning::kRegsRowsWave);
         const long long threads4 = chunks * ((rows + stream_tuning::kRegsRows - 1) / stream_tuning::kRegsRows);
-        const void* const regs4 = rep ? si.regs_rep_fn : si.regs_fn;
-        const void* const regs2 = rep ? si.regs_rep_wave_fn : si.regs_wave_fn;
+        const void* const regs4 = own ? si.regs_fixed_fn[fixed] : si.regs_fn;
+        const void* const regs2 = own ? si.regs_fixed_wave_fn[fixed] : si.regs_wave_fn;
         const stream_tuning::RegsPlan plan =
             stream_tuning::regs_plan(si.side, bands, threads2, wave_of(regs2, 0), threads4, wave_of(regs4, 0));
         const bool one_wave2 = plan.two_rows;
-        if (rep || regs_ == RegsPolicy::always || plan.take) {
+        if (own || regs_ == RegsPolicy::always || plan.take) {
           sp.a = args<T>(src, dst, y_begin, y_end, 16);
           sp.strips = static_cast<int>(chunks);
           sp.seg_rows = one_wave2 ? stream_tuning::kRegsRowsWave : stream_tuning::kRegsRows;
@@ -887,7 +893,7 @@ class CudaFilterImpl final : public CudaFilter {
   bool lean_ = true;   ///< PIXELKIT_CUDA_FILTER_LEAN: its lean instances (mma_stream_tuning::kLeanMinSegSteps)
   bool fix_edges_ = true;  ///< PIXELKIT_CUDA_FILTER_EDGES: edge columns from shared memory (fix_edges)
   int dense_rows_ = 0;     ///< PIXELKIT_CUDA_FILTER_DENSE_ROWS: the dense tensor-core kernel's tile rows, 0 = rule
-  RegsPolicy regs_ = RegsPolicy::replicate;  ///< PIXELKIT_CUDA_FILTER_REGS: regs_policy()
+  RegsPolicy regs_ = RegsPolicy::fixed_modes;  ///< PIXELKIT_CUDA_FILTER_REGS: regs_policy()
   bool prefetch_ = true;   ///< PIXELKIT_CUDA_FILTER_PREFETCH: L2 prefetch of the first rows before pdl_begin
   StreamKernelInfo stream_[3]{};  ///< the row-streaming instance for 1, 3 and 4 channels
   StreamParams stream_p_{};        ///< its coefficients and border word

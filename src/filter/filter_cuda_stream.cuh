@@ -786,12 +786,25 @@ constexpr int regs_min_blocks(int k, int nr) {
 }
 }  // namespace stream_tuning
 
-/// REP: border replicate alone (the host takes this instance for it): rows
-/// clamped into the image, the row ends' side words by one constant byte
-/// permutation each (regs_replicate_selector), every store 16 bytes; none of
-/// the other modes' code (border_index, the selectors, the border value), which
-/// made version 4 four times the probe's PTX (notes, run 56).
-template <int C, int K, int NR, bool REP = false>
+/// A fixed instance's side word from its chunk's words cw, by the plan
+/// regs_fixed_side_word gives (its fields as the arguments).
+template <int W0, int W1, int W2, unsigned SEL, unsigned SEL2>
+__device__ __forceinline__ unsigned regs_side_word(const unsigned (&cw)[4]) {
+  static_assert(W0 >= 0 && W1 >= 0, "a side word's bytes lie in at most 3 of the chunk's words");
+  const unsigned v = __byte_perm(cw[W0], cw[W1], SEL);
+  if constexpr (W2 >= 0) return __byte_perm(v, cw[W2], SEL2);
+  return v;
+}
+
+/// RB: one border mode alone, replicate, reflect or reflect101 (the host
+/// takes these instances for those modes), or every mode at run time
+/// (general). A fixed instance takes its rows through its mode alone (clamped,
+/// or mirrored where they leave the image), forms the row ends' side words by
+/// one or two constant byte permutations each (regs_fixed_side_word) and
+/// stores 16 bytes at a time; none of the other modes' code (border_index, the
+/// run-time selectors, the border value), which made version 4 four times the
+/// probe's PTX (notes, runs 56 and 57).
+template <int C, int K, int NR, RegsBorder RB = RegsBorder::general>
 __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_min_blocks(K, NR))
     stream_regs_kernel(const __grid_constant__ StreamParams p) {
 #if PIXELKIT_MMA_ENABLED
@@ -865,7 +878,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
                                        __byte_perm(r[4], r[5], 0x6420u), __byte_perm(r[6], r[7], 0x6420u));
             const int y = y0 + o;
             if (y < a.y_end) {
-              if constexpr (REP)
+              if constexpr (RB != RegsBorder::general)
                 *reinterpret_cast<uint4*>(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch) = q;
               else
                 store_chunk16(out + static_cast<std::ptrdiff_t>(y) * a.dst.pitch, q, n_chunk);
@@ -896,19 +909,28 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
     wt[SW + 3] = c.w;
     return c;
   };
-  if constexpr (REP) {
+  if constexpr (RB != RegsBorder::general) {
     const bool at_left = x == 0, at_right = x + LB == rb;
     const int loff = at_left ? x : x - 4 * SW, roff = at_right ? x : x + LB;
     unsigned w[NIN][NWW];
 #pragma unroll
     for (int t = 0; t < NIN; ++t) {
-      const std::uint8_t* const row = a.src.row(min(max(y0 - RY + t, 0), height - 1));
-      const uint4 c = load_row(w[t], row, loff, roff);
-#pragma unroll
-      for (int i = 0; i < SW; ++i) {
-        if (at_left) w[t][i] = __byte_perm(c.x, 0u, regs_replicate_selector<C, SW>(false, i));
-        if (at_right) w[t][SW + 4 + i] = __byte_perm(c.w, 0u, regs_replicate_selector<C, SW>(true, i));
-      }
+      const int iy = y0 - RY + t;
+      // One reflection reaches every row from images of RY + 1 rows (the
+      // host takes reflect's and reflect101's instances from 3).
+      int sy = 0;
+      if constexpr (RB == RegsBorder::replicate) sy = min(max(iy, 0), height - 1);
+      else if constexpr (RB == RegsBorder::reflect) sy = iy < 0 ? -1 - iy : iy >= height ? 2 * height - 1 - iy : iy;
+      else sy = iy < 0 ? -iy : iy >= height ? 2 * height - 2 - iy : iy;
+      const uint4 c = load_row(w[t], a.src.row(sy), loff, roff);
+      const unsigned cw[4] = {c.x, c.y, c.z, c.w};
+      static_for<0, SW>([&](auto i_const) {
+        constexpr int i = decltype(i_const)::value;
+        constexpr RegsSideWord l = regs_fixed_side_word<C, SW>(RB, false, i);
+        constexpr RegsSideWord r = regs_fixed_side_word<C, SW>(RB, true, i);
+        if (at_left) w[t][i] = regs_side_word<l.w0, l.w1, l.w2, l.sel, l.sel2>(cw);
+        if (at_right) w[t][SW + 4 + i] = regs_side_word<r.w0, r.w1, r.w2, r.sel, r.sel2>(cw);
+      });
     }
     sums(w);
   } else {
@@ -982,6 +1004,19 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
 #endif
 }
 
+/// The fixed-border instances of stream_regs_kernel<C, K, ...> into info.
+template <int C, int K>
+void set_fixed_regs(StreamKernelInfo& info) {
+  constexpr int NR = stream_tuning::kRegsRows, NRW = stream_tuning::kRegsRowsWave;
+  auto fn = [](auto kernel) { return reinterpret_cast<const void*>(kernel); };
+  info.regs_fixed_fn[0] = fn(stream_regs_kernel<C, K, NR, RegsBorder::replicate>);
+  info.regs_fixed_fn[1] = fn(stream_regs_kernel<C, K, NR, RegsBorder::reflect>);
+  info.regs_fixed_fn[2] = fn(stream_regs_kernel<C, K, NR, RegsBorder::reflect101>);
+  info.regs_fixed_wave_fn[0] = fn(stream_regs_kernel<C, K, NRW, RegsBorder::replicate>);
+  info.regs_fixed_wave_fn[1] = fn(stream_regs_kernel<C, K, NRW, RegsBorder::reflect>);
+  info.regs_fixed_wave_fn[2] = fn(stream_regs_kernel<C, K, NRW, RegsBorder::reflect101>);
+}
+
 /// The instance `which` for C channels (one file per C: filter_cuda_stream.hpp
 /// says why). Each comes with its band-layout instance (the dense kernels'
 /// interior path; the FP32 separable one has none; the 5x5 ones have only
@@ -1000,8 +1035,7 @@ StreamKernelInfo stream_pick(StreamInstance which) {
                             fn(stream_kernel<C, false, true, 3, false, true>), smem, false, strip, 3, false, true};
       info.regs_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRows>);
       info.regs_wave_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRowsWave>);
-      info.regs_rep_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRows, true>);
-      info.regs_rep_wave_fn = fn(stream_regs_kernel<C, 3, stream_tuning::kRegsRowsWave, true>);
+      set_fixed_regs<C, 3>(info);
       return info;
     }
     case StreamInstance::half5: {
@@ -1009,8 +1043,7 @@ StreamKernelInfo stream_pick(StreamInstance which) {
       StreamKernelInfo info{nullptr, nullptr, 0, false, stream_tuning::kLaneBytes, 5, false, true};
       info.regs_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRows>);
       info.regs_wave_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRowsWave>);
-      info.regs_rep_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRows, true>);
-      info.regs_rep_wave_fn = fn(stream_regs_kernel<C, 5, stream_tuning::kRegsRowsWave, true>);
+      set_fixed_regs<C, 5>(info);
       return info;
     }
     case StreamInstance::int3:

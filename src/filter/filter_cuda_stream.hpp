@@ -31,10 +31,11 @@ struct StreamKernelInfo {
   /// where there are none. The dense 5x5 fp16 instance (half5) has only these.
   const void* regs_fn = nullptr;
   const void* regs_wave_fn = nullptr;
-  /// The same for border replicate alone (stream_regs_kernel<C, side, NR,
-  /// true>: rows clamped, row ends by constant byte permutations).
-  const void* regs_rep_fn = nullptr;
-  const void* regs_rep_wave_fn = nullptr;
+  /// The same for replicate, reflect and reflect101 alone, in RegsBorder's
+  /// order less general (stream_regs_kernel<C, side, NR, RegsBorder::...>:
+  /// rows through that mode, row ends by constant byte permutations).
+  const void* regs_fixed_fn[3] = {};
+  const void* regs_fixed_wave_fn[3] = {};
 };
 
 /// Which of the row-streaming kernel's instances a launch takes.
@@ -108,20 +109,81 @@ PIXELKIT_HD unsigned regs_side_selectors(bool right, int x, int width, BorderMod
   return sel;
 }
 
-/// regs_side_selectors for border replicate, as constant byte selectors: the
-/// PRMT selector (a nibble a byte, 0..3) of side word i (of SW) left of a
-/// row's first chunk, from the chunk's first word (bytes 0..3: the first
-/// pixel's, C <= 4), or right of its last, from the chunk's last word (bytes
-/// 12..15: the last pixel's, as the row ends at the chunk's end).
+/// stream_regs_kernel's instances: the general one (every border mode, the
+/// row ends through regs_side_selectors at run time) and one for each mode
+/// whose row ends copy the row's own pixels, fixed at compile time (rows
+/// through the mode alone, the side words by constant byte permutations).
+enum class RegsBorder { general, replicate, reflect, reflect101 };
+constexpr BorderMode regs_border_mode(RegsBorder rb) {
+  return rb == RegsBorder::replicate ? BorderMode::replicate
+         : rb == RegsBorder::reflect ? BorderMode::reflect
+                                     : BorderMode::reflect101;
+}
+/// The fixed instances of reflect and reflect101 mirror a row once, which
+/// reaches every row (RY = 1 or 2 beyond the image) from this height on; the
+/// host takes them from there (replicate's, at every height).
+constexpr int kRegsMirrorMinHeight = 3;
+/// The fixed instance for `mode`, or general.
+constexpr RegsBorder regs_border_for(BorderMode mode) {
+  return mode == BorderMode::replicate    ? RegsBorder::replicate
+         : mode == BorderMode::reflect    ? RegsBorder::reflect
+         : mode == BorderMode::reflect101 ? RegsBorder::reflect101
+                                          : RegsBorder::general;
+}
+
+/// regs_side_selectors for a fixed instance (rb not general), without the
+/// row's width: the byte of the row's first chunk (left) or last chunk
+/// (right, which ends the row) that side byte b (of 4 SW) copies. Bytes
+/// beyond the reach (SW pixels) take the reach's farthest byte, which keeps
+/// them in the words the reach reads.
 template <int C, int SW>
-constexpr unsigned regs_replicate_selector(bool right, int i) {
-  unsigned sel = 0u;
-  for (int k = 0; k < 4; ++k) {
-    const int b = 4 * i + k;  // side byte
-    const int src = right ? 16 - C + b % C - 12 : ((b - 4 * SW) % C + C) % C;
-    sel |= static_cast<unsigned>(src) << (4 * k);
+constexpr int regs_fixed_side_byte(RegsBorder rb, bool right, int b) {
+  const int reach = SW * C;
+  int k = 0, ch = 0;  // the pixel's distance past the row's end (1: the next) and its channel
+  if (!right) {
+    const int d = 4 * SW - b < reach ? 4 * SW - b : reach;  // bytes before the row
+    k = (d + C - 1) / C;
+    ch = k * C - d;
+  } else {
+    const int e = b < reach ? b : reach - 1;  // bytes after the row
+    k = e / C + 1;
+    ch = e % C;
   }
-  return sel;
+  // The copied pixel's distance from the row's end pixel.
+  const int m = rb == RegsBorder::replicate ? 0 : rb == RegsBorder::reflect ? k - 1 : k;
+  return right ? 16 - (m + 1) * C + ch : m * C + ch;
+}
+
+/// How a fixed instance forms side word i (of SW) from its chunk's words c:
+/// v = __byte_perm(c[w0], c[w1], sel), then, where w2 >= 0, v =
+/// __byte_perm(v, c[w2], sel2) (a word's 4 bytes come from at most 3 of the
+/// chunk's words: reflect101 at 3 channels reads bytes 8, 3, 4 and 5).
+struct RegsSideWord {
+  int w0 = 0, w1 = 0, w2 = -1;
+  unsigned sel = 0u, sel2 = 0u;
+};
+template <int C, int SW>
+constexpr RegsSideWord regs_fixed_side_word(RegsBorder rb, bool right, int i) {
+  int src[4] = {}, words[4] = {-1, -1, -1, -1}, n = 0;
+  for (int k = 0; k < 4; ++k) {
+    src[k] = regs_fixed_side_byte<C, SW>(rb, right, 4 * i + k);
+    bool seen = false;
+    for (int j = 0; j < n; ++j) seen = seen || words[j] == src[k] / 4;
+    if (!seen) words[n++] = src[k] / 4;
+  }
+  RegsSideWord r;
+  r.w0 = words[0];
+  r.w1 = n > 1 ? words[1] : words[0];
+  r.w2 = n > 2 ? words[2] : -1;
+  for (int k = 0; k < 4; ++k) {
+    const int w = src[k] / 4, byte = src[k] % 4;
+    // Bytes of w2 take a placeholder in the first permute and their own in the second.
+    const int first = w == r.w0 ? byte : w == r.w1 ? 4 + byte : 0;
+    const int second = w == r.w2 ? 4 + byte : k;
+    r.sel |= static_cast<unsigned>(first) << (4 * k);
+    r.sel2 |= static_cast<unsigned>(second) << (4 * k);
+  }
+  return n > 3 ? RegsSideWord{-1, -1, -1, 0u, 0u} : r;  // w0 = -1: the kernel's static_assert
 }
 
 /// The streaming kernel for a u8 3x3 kernel (dense or separable) or a
