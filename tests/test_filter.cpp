@@ -1823,11 +1823,11 @@ bool whole_chunks(const ConstImageView& v) { return v.width * v.channels % 16 ==
 // Whether b has stream_regs_kernel instances of its own, which the host takes
 // by default (replicate, reflect, reflect101; constant and wrap: the general
 // one, only with PIXELKIT_CUDA_FILTER_REGS=on or always).
-// Reflect's and reflect101's take images of 3 rows or more (one reflection
-// reaches every row).
+// Reflect's and reflect101's take images of 6 rows or more
+// (kRegsMirrorMinHeight: one reflection reaches every row a thread reads).
 bool own_instance(const Border& b, int height) {
   return b.mode == BorderMode::replicate ||
-         ((b.mode == BorderMode::reflect || b.mode == BorderMode::reflect101) && height >= 3);
+         ((b.mode == BorderMode::reflect || b.mode == BorderMode::reflect101) && height >= 6);
 }
 
 // The fp16 dense 3x3 instance without the ring (stream_regs_kernel; notes,

@@ -745,6 +745,7 @@ namespace stream_tuning {
 /// 0.0067, 4K 0.0200 / 0.0194).
 constexpr int kRegsRowsWave = 2;
 constexpr int kRegsRows = 4;
+static_assert(kRegsMirrorMinHeight >= kRegsRows + 2, "reflect's and reflect101's instances mirror a row once");
 /// Dense 5x5 takes stream_regs_kernel where its 4-row threads make at most
 /// this many waves (4K RGB: 4.6 on an H100, where the probe took 0.0270 ms
 /// against the tensor cores' 0.0319; 8K not measured).
@@ -916,8 +917,12 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
 #pragma unroll
     for (int t = 0; t < NIN; ++t) {
       const int iy = y0 - RY + t;
-      // One reflection reaches every row from images of RY + 1 rows (the
-      // host takes reflect's and reflect101's instances from 3).
+      // One reflection maps every row a thread reads into the image, those
+      // of its rows past the last output (NR - 1 at most, not stored)
+      // included, from images of NR + RY rows: the host takes reflect's and
+      // reflect101's instances from kRegsMirrorMinHeight = 6. (Holding those
+      // rows at 0 instead, with a max, made ptxas spill 30-120 bytes in most
+      // of these instances.)
       int sy = 0;
       if constexpr (RB == RegsBorder::replicate) sy = min(max(iy, 0), height - 1);
       else if constexpr (RB == RegsBorder::reflect) sy = iy < 0 ? -1 - iy : iy >= height ? 2 * height - 1 - iy : iy;

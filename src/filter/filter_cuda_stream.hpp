@@ -120,9 +120,12 @@ constexpr BorderMode regs_border_mode(RegsBorder rb) {
                                      : BorderMode::reflect101;
 }
 /// The fixed instances of reflect and reflect101 mirror a row once, which
-/// reaches every row (RY = 1 or 2 beyond the image) from this height on; the
-/// host takes them from there (replicate's, at every height).
-constexpr int kRegsMirrorMinHeight = 3;
+/// maps every row a thread reads into the image from this height on: the
+/// last segment reads up to NR - 1 + RY rows past the last row (NR = 4 rows
+/// a thread, RY = 2 for 5x5), and the mirror of row height + k is row
+/// height - 2 - k for reflect101. The host takes them from there
+/// (replicate's, which clamps, at every height).
+constexpr int kRegsMirrorMinHeight = 6;
 /// The fixed instance for `mode`, or general.
 constexpr RegsBorder regs_border_for(BorderMode mode) {
   return mode == BorderMode::replicate    ? RegsBorder::replicate
