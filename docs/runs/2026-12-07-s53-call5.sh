@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 53, call 5: reflect's and reflect101's register instances from 6 rows (kRegsMirrorMinHeight; call 4's
 # memcheck found a 4-channel 5x5 thread of a 3-row image reading a row mirrored to -1, past the last output). Carries
-# build/c54.tar.xz (dev-box sm_90 build of the tree: test_filter, bench_filter_gpu). Every test_filter case, then the
-# register and row-streaming cases under memcheck, racecheck of the register cases, and 3-row-to-8-row images.
+# build/c54.tar.xz (dev-box sm_90 build of the tree: test_filter, bench_filter_gpu): the
+# register and row-streaming cases under memcheck, racecheck of the register cases, then those cases plain. (Call 4
+# ran every test of the same kernels, ctest 305 of 305, with reflect's instances from 3 rows.)
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O" c && tar xJf build/c54.tar.xz -C c
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
@@ -12,6 +13,5 @@ t() { local n=$1 s=$2; shift 2; timeout "$s" "$@" > "$O/$n.log" 2>&1; echo "rc $
 echo "== memcheck StreamingRegisters*"; t memcheck 100 compute-sanitizer --tool memcheck c/U/test_filter --gtest_filter='FilterCuda.StreamingRegisters*'
 echo "== racecheck StreamingRegisters*"; t racecheck 100 compute-sanitizer --tool racecheck c/U/test_filter --gtest_filter='FilterCuda.StreamingRegisters*'
 echo "== memcheck FilterCuda.Streaming*:FilterCuda.Chained*"; t memcheck2 150 compute-sanitizer --tool memcheck c/U/test_filter --gtest_filter='FilterCuda.Streaming*:FilterCuda.Chained*'
-echo "== test_filter, every case"; t all 240 c/U/test_filter
-echo "== reflect101 1080p and 4K, default"; timeout 30 c/U/bench_filter_gpu --no-npp --runs 30 --border reflect101 --size 1920x1080 --size 3840x2160 --only dense3x3 --only dense5x5 2>&1 | grep -E '^\| [0-9]' | cut -d'|' -f2-4,13-
+echo "== the register and row-streaming cases, plain"; t plain 60 c/U/test_filter --gtest_filter='FilterCuda.Streaming*:FilterCuda.Chained*:FilterCudaHost*'
 echo "== done at $(el) s"
