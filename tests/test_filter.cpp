@@ -1800,6 +1800,38 @@ void expect_regs_side_selectors() {
     }
 }
 
+// The rows a fixed stream_regs_kernel instance reads (regs_fixed_row, the
+// kernel's own function): a thread with NR = 2 or 4 output rows from any y0 in
+// the image reads rows y0 - RY .. y0 + NR - 1 + RY (RY = 1 or 2). From the
+// height the host takes the instance at (every height for replicate,
+// kRegsMirrorMinHeight for reflect and reflect101) every such row lands in the
+// image, and the rows a stored output reads (up to height - 1 + RY) are
+// border_index's. Below it, reflect101 reads outside (session 53: memcheck
+// caught a 3-row image's thread reading row -1). Host code: runs without a GPU.
+TEST(FilterCuda, StreamingRegistersFixedInstancesReadRowsInTheImage) {
+  using detail::cuda_filter::RegsBorder;
+  const int min_mirror = detail::cuda_filter::kRegsMirrorMinHeight;
+  for (const BorderMode mode : {BorderMode::replicate, BorderMode::reflect, BorderMode::reflect101}) {
+    const RegsBorder rb = detail::cuda_filter::regs_border_for(mode);
+    ASSERT_NE(rb, RegsBorder::general);
+    for (int height = mode == BorderMode::replicate ? 1 : min_mirror; height <= 70; ++height)
+      for (const int nr : {2, 4})
+        for (const int ry : {1, 2})
+          for (int y0 = 0; y0 < height; ++y0)
+            for (int iy = y0 - ry; iy <= y0 + nr - 1 + ry; ++iy) {
+              const int sy = detail::cuda_filter::regs_fixed_row(rb, iy, height);
+              const std::string where = std::string(to_string(mode)) + " height " + std::to_string(height) + " NR " +
+                                        std::to_string(nr) + " row " + std::to_string(iy);
+              ASSERT_GE(sy, 0) << where;
+              ASSERT_LT(sy, height) << where;
+              if (iy <= height - 1 + ry) ASSERT_EQ(sy, border_index(iy, height, mode)) << where;
+            }
+  }
+  // One row less: the last 4-row thread of a 5-row image reads row 9, which
+  // reflect101 mirrors to -1.
+  EXPECT_LT(detail::cuda_filter::regs_fixed_row(RegsBorder::reflect101, 9, min_mirror - 1), 0);
+}
+
 TEST(FilterCuda, StreamingRegistersRowEndsCopyTheirOwnChunk) {
   expect_regs_side_selectors<1, 1>();
   expect_regs_side_selectors<1, 2>();

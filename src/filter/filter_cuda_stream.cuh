@@ -923,10 +923,7 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::regs_m
       // reflect101's instances from kRegsMirrorMinHeight = 6. (Holding those
       // rows at 0 instead, with a max, made ptxas spill 30-120 bytes in most
       // of these instances.)
-      int sy = 0;
-      if constexpr (RB == RegsBorder::replicate) sy = min(max(iy, 0), height - 1);
-      else if constexpr (RB == RegsBorder::reflect) sy = iy < 0 ? -1 - iy : iy >= height ? 2 * height - 1 - iy : iy;
-      else sy = iy < 0 ? -iy : iy >= height ? 2 * height - 2 - iy : iy;
+      const int sy = regs_fixed_row(RB, iy, height);
       const uint4 c = load_row(w[t], a.src.row(sy), loff, roff);
       const unsigned cw[4] = {c.x, c.y, c.z, c.w};
       static_for<0, SW>([&](auto i_const) {

@@ -126,6 +126,21 @@ constexpr BorderMode regs_border_mode(RegsBorder rb) {
 /// height - 2 - k for reflect101. The host takes them from there
 /// (replicate's, which clamps, at every height).
 constexpr int kRegsMirrorMinHeight = 6;
+/// The image row a fixed instance reads for row iy of its window (iy from
+/// -RY up to height + NR - 2 + RY): replicate clamps; reflect and reflect101
+/// mirror once, which lands in the image from kRegsMirrorMinHeight rows on
+/// (the tests check every such row against border_index).
+PIXELKIT_HD int regs_fixed_row(RegsBorder rb, int iy, int height) {
+  if (rb == RegsBorder::replicate) {
+#ifdef __CUDA_ARCH__
+    return min(max(iy, 0), height - 1);  // the same clamp; the form version 6 ran (its sm_90 code)
+#else
+    return iy < 0 ? 0 : iy > height - 1 ? height - 1 : iy;
+#endif
+  }
+  if (rb == RegsBorder::reflect) return iy < 0 ? -1 - iy : iy >= height ? 2 * height - 1 - iy : iy;
+  return iy < 0 ? -iy : iy >= height ? 2 * height - 2 - iy : iy;
+}
 /// The fixed instance for `mode`, or general.
 constexpr RegsBorder regs_border_for(BorderMode mode) {
   return mode == BorderMode::replicate    ? RegsBorder::replicate
