@@ -737,12 +737,13 @@ __global__ void __launch_bounds__(stream_tuning::kThreads, stream_tuning::kMinBl
 /// ms at 1080p RGB on an H100 where the probe without edges took 0.0062, and
 /// two with a separate path for the row ends 0.0198 and (an H200) 0.0256.
 namespace stream_tuning {
-/// Border replicate's instances (REP) run at every size by default; the
-/// others, with PIXELKIT_CUDA_FILTER_REGS=on (filter_cuda.cu, regs_policy),
-/// where the ring walk would take its one-wave layout (3x3) or where their
-/// threads fit one wave at 2 rows each (5x5). 2 output rows a thread where
-/// those threads fit one wave, else 4 (probe, run 54: H100, RGB dense 3x3, ms, NR = 2 / 4: 1080p 0.0062 /
-/// 0.0067, 4K 0.0200 / 0.0194).
+/// The fixed-border instances (replicate, reflect, reflect101) run at every
+/// size by default; the general one (constant, wrap), with
+/// PIXELKIT_CUDA_FILTER_REGS=on (filter_cuda.cu, regs_policy), where the ring
+/// walk would take its one-wave layout (3x3) or where its threads fit one
+/// wave at 2 rows each (5x5). 2 output rows a thread where those threads fit
+/// one wave, else 4 (probe, run 54: H100, RGB dense 3x3, ms, NR = 2 / 4:
+/// 1080p 0.0062 / 0.0067, 4K 0.0200 / 0.0194).
 constexpr int kRegsRowsWave = 2;
 constexpr int kRegsRows = 4;
 static_assert(kRegsMirrorMinHeight >= kRegsRows + 2, "reflect's and reflect101's instances mirror a row once");

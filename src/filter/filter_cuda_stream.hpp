@@ -114,11 +114,6 @@ PIXELKIT_HD unsigned regs_side_selectors(bool right, int x, int width, BorderMod
 /// whose row ends copy the row's own pixels, fixed at compile time (rows
 /// through the mode alone, the side words by constant byte permutations).
 enum class RegsBorder { general, replicate, reflect, reflect101 };
-constexpr BorderMode regs_border_mode(RegsBorder rb) {
-  return rb == RegsBorder::replicate ? BorderMode::replicate
-         : rb == RegsBorder::reflect ? BorderMode::reflect
-                                     : BorderMode::reflect101;
-}
 /// The fixed instances of reflect and reflect101 mirror a row once, which
 /// maps every row a thread reads into the image from this height on: the
 /// last segment reads up to NR - 1 + RY rows past the last row (NR = 4 rows
