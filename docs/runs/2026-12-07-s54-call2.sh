@@ -2,7 +2,7 @@
 # Session 54, call 2: the tree at c11f82e (session 53's final code) built on the device by scripts/gpu-check.sh,
 # every test (ctest). On an H200 (which has not run this code): the table of record, bench_filter_gpu (every size,
 # NPP) and CuPy in the same call, merged by filter_record_table.py. On an H100 (whose table of record at 06e545f
-# has the same sm_90 stream cubins): memcheck of every Streaming and Chained case of test_filter, one by one.
+# has the same sm_90 stream cubins): ctest alone (the budget left no room for a memcheck pass).
 set -u
 mkdir -p /work build && ln -sfn "$PWD" /work/main
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
@@ -19,9 +19,5 @@ case "$gpu" in
     timeout 100 python3 bench/peers/filter_cupy.py --runs 50 > "$O/cupy.md" 2>&1; echo "cupy rc $? at $(( $(date +%s) - t0 )) s"
     python3 bench/peers/filter_record_table.py "$O/bench.md" "$O/cupy.md" > "$O/record.md" 2>&1
     grep -E 'dense(3x3|5x5)' "$O/record.md" | grep -E '1920|7680'; grep -A20 '^Targets' "$O/record.md" ;;
-  *)
-    left=$(( 570 - ($(date +%s) - t0) ))
-    LOGS=build/gpu-logs timeout $left scripts/gpu-check.sh --steps build,memcheck --tests test_filter --per-case \
-      --cases 'Streaming|Chained' --case-timeout 120 --deadline $(( left - 15 )) > "$O/memcheck.txt" 2>&1
-    echo "memcheck rc $? at $(( $(date +%s) - t0 )) s"; tail -30 "$O/memcheck.txt" ;;
+  *) echo "not an H200: no table (the H100's at 06e545f has the same sm_90 stream cubins)" ;;
 esac
