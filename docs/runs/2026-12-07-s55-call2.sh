@@ -3,6 +3,8 @@
 # through two experiment-only knobs (build/c57.tar.xz: a dev-box sm_90 bench_filter_gpu of c11f82e plus
 # PX_EDGE_FACTOR, the edge strips' segment factor where they take their columns from shared memory, today 2, and
 # PX_TAIL_STEPS, the tail plan's segment steps, today tail_plan's choice). Unset = today's layout.
+# Not run: no machine came for it. Call 5 (docs/runs/2026-12-07-s55-call3.txt) ran four of its 8K layouts with
+# the same knobs from the packed-tail build.
 set -u
 O=${OUT:-/tmp/out}; mkdir -p "$O" c && tar xJf build/c57.tar.xz -C c
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64
