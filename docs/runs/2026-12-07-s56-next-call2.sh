@@ -5,7 +5,9 @@
 # each block prefetch its next item's first rows into L2 when it starts an item (the tail band's blocks and the
 # band walk); PX_TAIL_STEPS=N (session 55's knob) sets the one wave's bands to N steps. In order of need (argument
 # 1: the seconds this call may take): 8K RGB gaussian:19..31 default / on / on + bands of 85 / 84 / 83; the tests
-# with it on; 4K and 1080p default / on; a second 8K round.
+# with it on; PX_STEADY3=on (the steady step for the fp16 three-k-step instances without the half step, sides
+# 27..31: run 44 measured -2% at 8K, +9% at 4K) alone and with the prefetch, and its tests; 4K and 1080p default /
+# on; a second 8K round.
 set -u
 T=${1:-300}
 O=${OUT:-/tmp/out}; mkdir -p "$O" c && tar xJf build/c61.tar.xz -C c
@@ -24,6 +26,8 @@ for s in 85 84 83; do b 8k_on_t${s}_1 7680x4320 PX_NEXT_PREFETCH=on PX_TAIL_STEP
 grep -h -o '\[PX_TAIL_STEPS[^]]*\]' "$O"/8k_on_t*_1.md | sort -u | head -12
 TF='FilterCuda.TensorCoreStreamingSeparableKernelsAgreeWithRef:FilterCuda.TensorCoreStreamingOneWaveTakesATailBand*:FilterCuda.TensorCoreStreaming*WalksBands*:FilterCuda.TensorCoreStreamingEdgeColumns*'
 [ $(left) -gt 100 ] && { echo "== tests, on"; t tests_on 70 env PX_NEXT_PREFETCH=on c/U/test_filter --gtest_filter="$TF"; }
+if [ $(left) -gt 60 ]; then echo "== steady3 at $(el) s"; b 8k_st3_1 7680x4320 PX_STEADY3=on; b 8k_st3_on_1 7680x4320 PX_STEADY3=on PX_NEXT_PREFETCH=on; b 4k_st3_1 3840x2160 PX_STEADY3=on; fi
+[ $(left) -gt 100 ] && { echo "== tests, steady3"; t tests_st3 70 env PX_STEADY3=on c/U/test_filter --gtest_filter="$TF"; }
 if [ $(left) -gt 50 ]; then echo "== 4K, 1080p at $(el) s"; b 4k_def_1 3840x2160 X=1; b 4k_on_1 3840x2160 PX_NEXT_PREFETCH=on; b 1080_def_1 1920x1080 X=1; b 1080_on_1 1920x1080 PX_NEXT_PREFETCH=on; fi
 if [ $(left) -gt 50 ]; then echo "== round 2 at $(el) s"; b 8k_on_2 7680x4320 PX_NEXT_PREFETCH=on; b 8k_def_2 7680x4320 X=1; b 8k_on_t84_2 7680x4320 PX_NEXT_PREFETCH=on PX_TAIL_STEPS=84; fi
 echo "== done at $(el) s"
