@@ -20,6 +20,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pixelkit/config.hpp"
@@ -741,6 +742,37 @@ TEST_F(CliVideo, BadArgumentsWriteNothing) {
   write_npy(dir + "/big.npy", random_image(kW + 1, 8, 3, PixelType::u8, 1).cview());
   expect_failure("video " + v + " " + keep + " --op match " + q(dir + "/big.npy"), 2, "larger than the frames");
   EXPECT_EQ(slurp(dir + "/keep.npy"), "keep");
+}
+
+// `video --op match` and `match` share their match options (cli/common.hpp's
+// MatchOptions): each bad value is refused by both with the same message,
+// before any frame is read or any output written.
+TEST_F(CliVideo, MatchOptionsAreCheckedAsTheMatchCommandChecksThem) {
+  write_stack(dir + "/v.npy", copies(make_frames(2)));
+  const std::string v = q(dir + "/v.npy"), t = q(templ_npy());
+  { std::ofstream(dir + "/keep.csv") << "keep"; }
+  const std::string keep = " --report " + q(dir + "/keep.csv");
+  const std::pair<const char*, const char*> cases[] = {
+      {"--top 0", "--top: 0 matches requested; K must be 1 or more"},
+      {"--min-distance 0", "--min-distance: 0 must be 1 or more"},
+      {"--min-fraction 0.5", "--min-fraction: needs --hsv-range"},
+      {"--hsv-range 0,0,0:10,255,255 --min-fraction 1.5", "--min-fraction: 1.5 is outside 0..1"},
+      {"--hsv-range 0,0,0:10,255,255 --min-fraction nan", "--min-fraction: nan is outside 0..1"},
+      {"--hsv-range 1,2", "--hsv-range: HSV range '1,2'"},
+      {"--method foo", "--method: method 'foo' is not one of"},
+      {"--strategy bar", "--strategy: strategy 'bar' is not one of"},
+  };
+  for (const auto& [option, message] : cases) {
+    expect_failure("video " + v + " --op match " + t + keep + " " + option, 2, message);
+    const CliResult video = run_cli("video " + v + " --op match " + t + keep + " " + option);
+    const CliResult match = run_cli("match " + v + " " + t + " " + option);
+    EXPECT_EQ(match.code, 2) << option;
+    const std::string vp = "pixelkit video: ", mp = "pixelkit match: ";
+    ASSERT_EQ(video.err.rfind(vp, 0), 0u) << video.err;
+    ASSERT_EQ(match.err.rfind(mp, 0), 0u) << match.err;
+    EXPECT_EQ(video.err.substr(vp.size()), match.err.substr(mp.size())) << option;
+  }
+  EXPECT_EQ(slurp(dir + "/keep.csv"), "keep");
 }
 
 TEST_F(CliVideo, TruncatedNpyStackKeepsTheFramesBefore) {

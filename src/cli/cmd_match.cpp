@@ -23,14 +23,9 @@ using detail::json_string;
 namespace fs = std::filesystem;
 
 struct MatchArgs {
-  std::string image, templ, mask, method = "sqdiff", strategy = "auto", hsv, scores, out;
-  int top = 1;
-  int min_distance = -1;
-  double min_fraction = -1;
+  std::string image, templ, mask, scores, out;
+  MatchOptions match;  // --method, --strategy, --top, --min-distance, --hsv-range, --min-fraction
   bool json = false;
-  CLI::Option* min_distance_opt = nullptr;
-  CLI::Option* min_fraction_opt = nullptr;
-  CLI::Option* hsv_opt = nullptr;
 };
 
 std::string shape(const ConstImageView& v) {
@@ -139,13 +134,6 @@ void draw_rectangle(const ImageView& img, int x, int y, int w, int h, int thickn
   else draw(255.0f);
 }
 
-// A number for a message: "nan" and "inf" spelled out.
-std::string plain(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 std::string json_image(const std::string& path, const ConstImageView& v) {
   return "{\"path\": " + json_string(path) + ", \"width\": " + std::to_string(v.width) +
          ", \"height\": " + std::to_string(v.height) + ", \"channels\": " + std::to_string(v.channels) +
@@ -194,50 +182,33 @@ void print_json(const MatchArgs& a, const ConstImageView& img, const ConstImageV
 Action setup(CLI::App& sub) {
   static MatchArgs a;
   a = MatchArgs{};  // run() may parse more than once in a process
+  MatchOptions& m = a.match;
   sub.add_option("IMAGE", a.image, "image to search (PNG, JPEG, BMP, TIFF, PGM/PPM, WebP or .npy), u8 or f32, 1 or 3 channels")
       ->required();
   sub.add_option("TEMPLATE", a.templ, "template: same type and channels as the image, at most its size")->required();
-  sub.add_option("-m,--method", a.method, "sqdiff | sqdiff_normed | ccorr | ccorr_normed | ccoeff | ccoeff_normed")
-      ->capture_default_str();
+  m.method_opt = sub.add_option("-m,--method", m.method,
+                                "sqdiff | sqdiff_normed | ccorr | ccorr_normed | ccoeff | ccoeff_normed")
+                     ->capture_default_str();
   sub.add_option("--mask", a.mask, "u8 mask of the template's size, 1 channel or the template's (non-zero = counts)");
-  sub.add_option("--top", a.top, "report the K best matches (non-maximum suppression)")->capture_default_str();
-  a.min_distance_opt = sub.add_option(
-      "--min-distance", a.min_distance,
+  m.top_opt =
+      sub.add_option("--top", m.top, "report the K best matches (non-maximum suppression)")->capture_default_str();
+  m.min_distance_opt = sub.add_option(
+      "--min-distance", m.min_distance,
       "NMS: matches at least D pixels apart (Chebyshev); default max(1, min(w, h) / 2)");
-  a.hsv_opt = sub.add_option("--hsv-range", a.hsv,
+  m.hsv_opt = sub.add_option("--hsv-range", m.hsv,
                              "H1,S1,V1:H2,S2,V2 (OpenCV 8-bit HSV, H 0..179; H1 > H2 wraps around red): count the "
                              "pixels of each match in this range");
-  a.min_fraction_opt = sub.add_option("--min-fraction", a.min_fraction,
+  m.min_fraction_opt = sub.add_option("--min-fraction", m.min_fraction,
                                       "with --hsv-range: a match passes when at least this fraction (0..1) is in range");
   sub.add_option("--scores", a.scores, "output .npy: the f32 score map, shape (H-h+1, W-w+1)");
   sub.add_option("-o,--out", a.out, "output image: the image with each match's rectangle drawn in green");
   sub.add_flag("--json", a.json, "print the result as one JSON document");
-  sub.add_option("--strategy", a.strategy, "auto | direct | fft (auto: the cost model chooses)")->capture_default_str();
+  m.strategy_opt = sub.add_option("--strategy", m.strategy, "auto | direct | fft (auto: the cost model chooses)")
+                       ->capture_default_str();
   return [] {
     RunInfo info;
     const Options options = library_options(&info);
-    MatchParams p;
-    p.method = for_option("--method", [] { return parse_match_method(a.method); });
-    p.strategy = for_option("--strategy", [] { return parse_match_strategy(a.strategy); });
-    PIXELKIT_EXPECTS(a.top >= 1, Status::invalid_argument,
-                     "--top: " + std::to_string(a.top) + " matches requested; K must be 1 or more");
-    p.top_k = a.top;
-    if (a.min_distance_opt->count() > 0) {
-      PIXELKIT_EXPECTS(a.min_distance >= 1, Status::invalid_argument,
-                       "--min-distance: " + std::to_string(a.min_distance) + " must be 1 or more");
-      p.min_distance = a.min_distance;
-    }
-    if (a.hsv_opt->count() > 0) {
-      p.hsv = for_option("--hsv-range", [] { return parse_hsv_range(a.hsv); });
-      p.color_check = true;
-    }
-    if (a.min_fraction_opt->count() > 0) {
-      PIXELKIT_EXPECTS(a.min_fraction >= 0 && a.min_fraction <= 1, Status::invalid_argument,
-                       "--min-fraction: " + plain(a.min_fraction) + " is outside 0..1");
-      PIXELKIT_EXPECTS(p.color_check, Status::invalid_argument,
-                       "--min-fraction: needs --hsv-range (the fraction is of pixels in that range)");
-      p.min_fraction = a.min_fraction;
-    }
+    const MatchParams p = match_params(a.match);
     const std::vector<std::string> inputs = {a.image, a.templ, a.mask};
     if (!a.scores.empty()) {
       check_output("--scores", a.scores, inputs, /*image=*/false);

@@ -36,17 +36,14 @@ struct VideoArgs {
   std::vector<std::string> op;
   std::string kernel, border = "reflect101";
   std::string levels = "3", normalize = "orthonormal";
-  std::string mask, method = "sqdiff", strategy = "auto", hsv;
-  int top = 1;
-  int min_distance = -1;
-  double min_fraction = -1;
+  std::string mask;
+  MatchOptions match;  // --method, --strategy, --top, --min-distance, --hsv-range, --min-fraction
   std::string report, codec;
   double fps = 25.0;
   long long max_frames = -1;
   bool quiet = false;
   CLI::Option *kernel_opt = nullptr, *border_opt = nullptr, *levels_opt = nullptr, *normalize_opt = nullptr;
-  CLI::Option *mask_opt = nullptr, *method_opt = nullptr, *top_opt = nullptr, *min_distance_opt = nullptr;
-  CLI::Option *hsv_opt = nullptr, *min_fraction_opt = nullptr, *strategy_opt = nullptr, *fps_opt = nullptr;
+  CLI::Option *mask_opt = nullptr, *fps_opt = nullptr;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -167,41 +164,15 @@ void refuse_foreign(const VideoArgs& a, VideoOp op) {
                          {a.levels_opt, "--levels", VideoOp::haar_view},
                          {a.normalize_opt, "--normalize", VideoOp::haar_view},
                          {a.mask_opt, "--mask", VideoOp::match},
-                         {a.method_opt, "--method", VideoOp::match},
-                         {a.top_opt, "--top", VideoOp::match},
-                         {a.min_distance_opt, "--min-distance", VideoOp::match},
-                         {a.hsv_opt, "--hsv-range", VideoOp::match},
-                         {a.min_fraction_opt, "--min-fraction", VideoOp::match},
-                         {a.strategy_opt, "--strategy", VideoOp::match}};
+                         {a.match.method_opt, "--method", VideoOp::match},
+                         {a.match.top_opt, "--top", VideoOp::match},
+                         {a.match.min_distance_opt, "--min-distance", VideoOp::match},
+                         {a.match.hsv_opt, "--hsv-range", VideoOp::match},
+                         {a.match.min_fraction_opt, "--min-fraction", VideoOp::match},
+                         {a.match.strategy_opt, "--strategy", VideoOp::match}};
   for (const Owned& o : owned)
     PIXELKIT_EXPECTS(o.opt->count() == 0 || o.op == op, Status::invalid_argument,
                      std::string(o.name) + " applies to --op " + to_string(o.op) + ", not to --op " + to_string(op));
-}
-
-MatchParams match_params(const VideoArgs& a) {
-  MatchParams p;
-  p.method = for_option("--method", [&] { return parse_match_method(a.method); });
-  p.strategy = for_option("--strategy", [&] { return parse_match_strategy(a.strategy); });
-  PIXELKIT_EXPECTS(a.top >= 1, Status::invalid_argument,
-                   "--top: " + std::to_string(a.top) + " matches requested; K must be 1 or more");
-  p.top_k = a.top;
-  if (a.min_distance_opt->count() > 0) {
-    PIXELKIT_EXPECTS(a.min_distance >= 1, Status::invalid_argument,
-                     "--min-distance: " + std::to_string(a.min_distance) + " must be 1 or more");
-    p.min_distance = a.min_distance;
-  }
-  if (a.hsv_opt->count() > 0) {
-    p.hsv = for_option("--hsv-range", [&] { return parse_hsv_range(a.hsv); });
-    p.color_check = true;
-  }
-  if (a.min_fraction_opt->count() > 0) {
-    PIXELKIT_EXPECTS(a.min_fraction >= 0 && a.min_fraction <= 1, Status::invalid_argument,
-                     "--min-fraction: " + number(a.min_fraction, "%g") + " is outside 0..1");
-    PIXELKIT_EXPECTS(p.color_check, Status::invalid_argument,
-                     "--min-fraction: needs --hsv-range (the fraction is of pixels in that range)");
-    p.min_fraction = a.min_fraction;
-  }
-  return p;
 }
 
 void run_video(VideoArgs& a) {
@@ -258,7 +229,7 @@ void run_video(VideoArgs& a) {
                             : Kernel{};
   const Border border = for_option("--border", [&] { return parse_border(a.border); });
   const HaarNormalize norm = for_option("--normalize", [&] { return parse_haar_normalize(a.normalize); });
-  const MatchParams params = op == VideoOp::match ? match_params(a) : MatchParams{};
+  const MatchParams params = op == VideoOp::match ? match_params(a.match) : MatchParams{};
 
   // FFmpeg and OpenCV print decoder complaints about damaged files on stderr
   // on their own; pixelkit reports those files itself in one line. --verbose
@@ -397,6 +368,7 @@ void run_video(VideoArgs& a) {
 Action setup(CLI::App& sub) {
   static VideoArgs a;
   a = VideoArgs{};
+  MatchOptions& m = a.match;
   sub.add_option("PATHS", a.paths,
                  "IN [OUT]: the input video (any format OpenCV's FFmpeg backend reads, or an .npy frame stack N x H x "
                  "W [x C] u8) and the output (.avi MJPG, .mp4/.m4v/.mov mp4v, .mkv XVID, or .npy); OUT may be "
@@ -411,20 +383,20 @@ Action setup(CLI::App& sub) {
       sub.add_option("-l,--levels", a.levels, "haar-view: levels, 1..max or 'max'")->capture_default_str();
   a.normalize_opt = sub.add_option("-n,--normalize", a.normalize, "haar-view: orthonormal | average")
                         ->capture_default_str();
-  a.method_opt = sub.add_option("-m,--method", a.method,
+  m.method_opt = sub.add_option("-m,--method", m.method,
                                 "match: sqdiff | sqdiff_normed | ccorr | ccorr_normed | ccoeff | ccoeff_normed")
                      ->capture_default_str();
   a.mask_opt = sub.add_option("--mask", a.mask, "match: u8 mask of the template's size (non-zero = counts)");
-  a.top_opt = sub.add_option("--top", a.top, "match: the K best matches per frame (non-maximum suppression)")
+  m.top_opt = sub.add_option("--top", m.top, "match: the K best matches per frame (non-maximum suppression)")
                   ->capture_default_str();
-  a.min_distance_opt = sub.add_option("--min-distance", a.min_distance,
+  m.min_distance_opt = sub.add_option("--min-distance", m.min_distance,
                                       "match: NMS distance (Chebyshev); default max(1, min(w, h) / 2)");
-  a.hsv_opt = sub.add_option("--hsv-range", a.hsv,
+  m.hsv_opt = sub.add_option("--hsv-range", m.hsv,
                              "match: H1,S1,V1:H2,S2,V2 (OpenCV 8-bit HSV): count each match's pixels in range");
-  a.min_fraction_opt = sub.add_option("--min-fraction", a.min_fraction,
+  m.min_fraction_opt = sub.add_option("--min-fraction", m.min_fraction,
                                       "match, with --hsv-range: a match passes when this fraction (0..1) is in range; "
                                       "failing matches are drawn in red");
-  a.strategy_opt = sub.add_option("--strategy", a.strategy, "match: auto | direct | fft")->capture_default_str();
+  m.strategy_opt = sub.add_option("--strategy", m.strategy, "match: auto | direct | fft")->capture_default_str();
   sub.add_option("--report", a.report, "per-frame report: FRAMES.csv or FRAMES.json (index, timestamp, matches)");
   sub.add_option("--codec", a.codec, "FourCC of the output video (default by container; FFV1 is lossless)");
   a.fps_opt = sub.add_option("--fps", a.fps, "frame rate of an .npy input (videos carry their own)")

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "core/file.hpp"
@@ -108,6 +109,34 @@ std::string StagedOutputs::with_destinations(std::string text) const {
 void verbose(const std::string& step, const std::string& detail, double ms) {
   if (!common().verbose) return;
   std::fprintf(stderr, "pixelkit: %-8s %8.2f ms  %s\n", step.c_str(), ms, detail.c_str());
+}
+
+MatchParams match_params(const MatchOptions& m) {
+  MatchParams p;
+  p.method = for_option("--method", [&] { return parse_match_method(m.method); });
+  p.strategy = for_option("--strategy", [&] { return parse_match_strategy(m.strategy); });
+  PIXELKIT_EXPECTS(m.top >= 1, Status::invalid_argument,
+                   "--top: " + std::to_string(m.top) + " matches requested; K must be 1 or more");
+  p.top_k = m.top;
+  if (m.min_distance_opt && m.min_distance_opt->count() > 0) {
+    PIXELKIT_EXPECTS(m.min_distance >= 1, Status::invalid_argument,
+                     "--min-distance: " + std::to_string(m.min_distance) + " must be 1 or more");
+    p.min_distance = m.min_distance;
+  }
+  if (m.hsv_opt && m.hsv_opt->count() > 0) {
+    p.hsv = for_option("--hsv-range", [&] { return parse_hsv_range(m.hsv); });
+    p.color_check = true;
+  }
+  if (m.min_fraction_opt && m.min_fraction_opt->count() > 0) {
+    char text[64];  // "%g" spells out nan and inf
+    std::snprintf(text, sizeof text, "%g", m.min_fraction);
+    PIXELKIT_EXPECTS(m.min_fraction >= 0 && m.min_fraction <= 1, Status::invalid_argument,
+                     std::string("--min-fraction: ") + text + " is outside 0..1");
+    PIXELKIT_EXPECTS(p.color_check, Status::invalid_argument,
+                     "--min-fraction: needs --hsv-range (the fraction is of pixels in that range)");
+    p.min_fraction = m.min_fraction;
+  }
+  return p;
 }
 
 }  // namespace pixelkit::cli

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pixelkit/backend.hpp"
+#include "pixelkit/match.hpp"
 
 namespace pixelkit::cli {
 
@@ -42,6 +43,23 @@ Options library_options(RunInfo* info = nullptr);
 /// CUDA context is created here and timed as the "cuda" step under
 /// --verbose, so that the read and the first operation are timed alone.
 Backend plan_backend(const Options& options);
+
+/// The template-matching options that `match` and `video --op match` share.
+/// Each command registers them with its own help text (the *_opt members are
+/// what it registered, so that options the user left out keep the library's
+/// defaults); match_params() checks them the same way for both.
+struct MatchOptions {
+  std::string method = "sqdiff", strategy = "auto", hsv;
+  int top = 1;
+  int min_distance = -1;     ///< read only where --min-distance was given
+  double min_fraction = -1;  ///< read only where --min-fraction was given
+  CLI::Option *method_opt = nullptr, *strategy_opt = nullptr, *top_opt = nullptr, *min_distance_opt = nullptr,
+              *hsv_opt = nullptr, *min_fraction_opt = nullptr;
+};
+/// The library's MatchParams from `m`: --method, --strategy, --top,
+/// --min-distance, --hsv-range and --min-fraction parsed and checked. Throws
+/// pixelkit::Error (invalid_argument) naming the option that is wrong.
+MatchParams match_params(const MatchOptions& m);
 
 /// Checks an output path before any work is done: known extension, existing
 /// folder, not one of the inputs. Throws pixelkit::Error naming `option`.
