@@ -736,12 +736,36 @@ TEST_F(CliVideo, BadArgumentsWriteNothing) {
                  ".csv or .json");
   expect_failure("video " + v + " " + v + " --op filter --kernel box:3", 2, "refusing to overwrite an input");
   expect_failure("video " + q(dir + "/missing.npy") + " " + keep + " --op filter --kernel box:3", 1, "missing.npy");
-  expect_failure("video " + v + " " + keep + " --op haar-view --levels 12", 2, "--levels");
+  expect_failure("video " + v + " " + keep + " --op haar-view --levels 12", 2,
+                 "--levels: 12 is outside 1.." + std::to_string(haar_max_levels(kW, kH)) + " for " +
+                     std::to_string(kW) + "x" + std::to_string(kH) + " frames");
   // A template larger than the frames: refused before the first frame, the
   // existing OUT untouched.
   write_npy(dir + "/big.npy", random_image(kW + 1, 8, 3, PixelType::u8, 1).cview());
   expect_failure("video " + v + " " + keep + " --op match " + q(dir + "/big.npy"), 2, "larger than the frames");
   EXPECT_EQ(slurp(dir + "/keep.npy"), "keep");
+}
+
+// --levels on frames smaller than the default needs: left out, the default
+// (3) is lowered to what the frames take; given, it is checked as `haar`
+// checks it (cli/common.hpp's parse_haar_levels).
+TEST_F(CliVideo, HaarViewLevelsFitTinyFramesByDefaultAndAreCheckedWhenGiven) {
+  std::vector<Image> tiny;
+  for (std::uint32_t seed : {3u, 4u}) tiny.push_back(random_image(4, 4, 3, PixelType::u8, seed));
+  write_stack(dir + "/t.npy", tiny);
+  ASSERT_EQ(haar_max_levels(4, 4), 2);
+  CliResult r = run_cli("video " + q(dir + "/t.npy") + " " + q(dir + "/d.npy") + " --op haar-view -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_npy(dir + "/d.npy").shape[0], 2u);
+  r = run_cli("video " + q(dir + "/t.npy") + " " + q(dir + "/m.npy") + " --op haar-view --levels max -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(slurp(dir + "/m.npy"), slurp(dir + "/d.npy"));  // both are 2 levels
+  expect_failure("video " + q(dir + "/t.npy") + " " + q(dir + "/x.npy") + " --op haar-view --levels 3", 2,
+                 "--levels: 3 is outside 1..2 for 4x4 frames");
+  expect_failure("video " + q(dir + "/t.npy") + " " + q(dir + "/x.npy") + " --op haar-view --levels 0", 2,
+                 "--levels: 0 is outside 1..2");
+  expect_failure("video " + q(dir + "/t.npy") + " " + q(dir + "/x.npy") + " --op haar-view --levels two", 2,
+                 "--levels: 'two' is not a level count");
 }
 
 // `video --op match` and `match` share their match options (cli/common.hpp's

@@ -29,23 +29,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-int parse_levels(const std::string& text, int width, int height) {
-  return for_option("--levels", [&] {
-    const int max = haar_max_levels(width, height);
-    if (text == "max") return max;
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    PIXELKIT_EXPECTS(!text.empty() && end && *end == '\0' && errno == 0, Status::invalid_argument,
-                     "'" + text + "' is not a level count (an integer or 'max')");
-    PIXELKIT_EXPECTS(v >= 1 && v <= max, Status::invalid_argument,
-                     std::to_string(v) + " is outside 1.." + std::to_string(max) + " for a " + std::to_string(width) +
-                         "x" + std::to_string(height) + " image (after " + std::to_string(max) +
-                         " levels the approximation is 1 pixel on its shorter side)");
-    return static_cast<int>(v);
-  });
-}
-
 double parse_keep(const std::string& text) {
   return for_option("--compress", [&] {
     char* end = nullptr;
@@ -190,7 +173,8 @@ void run_forward(const HaarArgs& a, const Options& options, RunInfo& info) {
   Timer t_read;
   Image src = read_image(in, mem);
   verbose("read", in + " " + dims(src.cview()), t_read.ms());
-  const int levels = parse_levels(a.levels, src.width(), src.height());
+  const std::string picture = "a " + std::to_string(src.width()) + "x" + std::to_string(src.height()) + " image";
+  const int levels = parse_haar_levels(a.levels, src.width(), src.height(), picture);
   const HaarLayout layout = haar_layout(src.width(), src.height(), levels);
 
   Image co(layout.coeff_width, layout.coeff_height, src.channels(), PixelType::f32, mem);

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -128,23 +127,6 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-int parse_levels(const std::string& text, const VideoFormat& f, bool given) {
-  return for_option("--levels", [&] {
-    const int max = haar_max_levels(f.width, f.height);
-    if (text == "max") return max;
-    char* end = nullptr;
-    errno = 0;
-    const long v = std::strtol(text.c_str(), &end, 10);
-    PIXELKIT_EXPECTS(!text.empty() && end && *end == '\0' && errno == 0, Status::invalid_argument,
-                     "'" + text + "' is not a level count (an integer or 'max')");
-    if (!given) return static_cast<int>(std::min<long>(v, max));  // the default, 3, on tiny frames
-    PIXELKIT_EXPECTS(v >= 1 && v <= max, Status::invalid_argument,
-                     std::to_string(v) + " is outside 1.." + std::to_string(max) + " for " + std::to_string(f.width) +
-                         "x" + std::to_string(f.height) + " frames");
-    return static_cast<int>(v);
-  });
-}
-
 std::string number(double v, const char* fmt) {
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
@@ -256,7 +238,9 @@ void run_video(VideoArgs& a) {
                    ", border " + to_string(border);
         return VideoPipeline::filter(kernel, border);
       case VideoOp::haar_view: {
-        const int levels = parse_levels(a.levels, fmt, a.levels_opt->count() > 0);
+        const int levels = parse_haar_levels(a.levels, fmt.width, fmt.height,
+                                            std::to_string(fmt.width) + "x" + std::to_string(fmt.height) + " frames",
+                                            /*clamp=*/a.levels_opt->count() == 0);  // the default, 3, on tiny frames
         op_text += " " + std::to_string(levels) + " levels " + to_string(norm);
         return VideoPipeline::haar_view(levels, norm);
       }

@@ -4,12 +4,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/file.hpp"
+#include "pixelkit/haar.hpp"
 #include "pixelkit/io.hpp"
 
 namespace pixelkit::cli {
@@ -109,6 +111,23 @@ std::string StagedOutputs::with_destinations(std::string text) const {
 void verbose(const std::string& step, const std::string& detail, double ms) {
   if (!common().verbose) return;
   std::fprintf(stderr, "pixelkit: %-8s %8.2f ms  %s\n", step.c_str(), ms, detail.c_str());
+}
+
+int parse_haar_levels(const std::string& text, int width, int height, const std::string& what, bool clamp) {
+  return for_option("--levels", [&] {
+    const int max = haar_max_levels(width, height);
+    if (text == "max") return max;
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    PIXELKIT_EXPECTS(!text.empty() && end && *end == '\0' && errno == 0, Status::invalid_argument,
+                     "'" + text + "' is not a level count (an integer or 'max')");
+    if (clamp && v > max) return max;
+    PIXELKIT_EXPECTS(v >= 1 && v <= max, Status::invalid_argument,
+                     std::to_string(v) + " is outside 1.." + std::to_string(max) + " for " + what + " (after " +
+                         std::to_string(max) + " levels the approximation is 1 pixel on its shorter side)");
+    return static_cast<int>(v);
+  });
 }
 
 MatchParams match_params(const MatchOptions& m) {

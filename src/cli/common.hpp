@@ -61,6 +61,13 @@ struct MatchOptions {
 /// pixelkit::Error (invalid_argument) naming the option that is wrong.
 MatchParams match_params(const MatchOptions& m);
 
+/// --levels of `haar` and `video --op haar-view`: "max" or an integer in
+/// 1..haar_max_levels(width, height). `what` names the picture in the message
+/// ("a 640x480 image", "640x480 frames"). With `clamp` (a default the user
+/// did not give), a count above the maximum is lowered to it instead of
+/// refused. Throws pixelkit::Error (invalid_argument) naming --levels.
+int parse_haar_levels(const std::string& text, int width, int height, const std::string& what, bool clamp = false);
+
 /// Checks an output path before any work is done: known extension, existing
 /// folder, not one of the inputs. Throws pixelkit::Error naming `option`.
 void check_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs,
