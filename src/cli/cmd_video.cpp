@@ -127,12 +127,6 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_{};
 };
 
-std::string number(double v, const char* fmt) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 // Options that belong to one operation are refused with the others, so that
 // a mistyped command does not silently ignore them.
 void refuse_foreign(const VideoArgs& a, VideoOp op) {

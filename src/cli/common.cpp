@@ -113,6 +113,12 @@ void verbose(const std::string& step, const std::string& detail, double ms) {
   std::fprintf(stderr, "pixelkit: %-8s %8.2f ms  %s\n", step.c_str(), ms, detail.c_str());
 }
 
+std::string number(double v, const char* fmt) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
 int parse_haar_levels(const std::string& text, int width, int height, const std::string& what, bool clamp) {
   return for_option("--levels", [&] {
     const int max = haar_max_levels(width, height);
@@ -147,10 +153,8 @@ MatchParams match_params(const MatchOptions& m) {
     p.color_check = true;
   }
   if (m.min_fraction_opt && m.min_fraction_opt->count() > 0) {
-    char text[64];  // "%g" spells out nan and inf
-    std::snprintf(text, sizeof text, "%g", m.min_fraction);
     PIXELKIT_EXPECTS(m.min_fraction >= 0 && m.min_fraction <= 1, Status::invalid_argument,
-                     std::string("--min-fraction: ") + text + " is outside 0..1");
+                     "--min-fraction: " + number(m.min_fraction) + " is outside 0..1");
     PIXELKIT_EXPECTS(p.color_check, Status::invalid_argument,
                      "--min-fraction: needs --hsv-range (the fraction is of pixels in that range)");
     p.min_fraction = m.min_fraction;

@@ -44,6 +44,11 @@ Options library_options(RunInfo* info = nullptr);
 /// --verbose, so that the read and the first operation are timed alone.
 Backend plan_backend(const Options& options);
 
+/// `v` printed with the printf format `fmt` (one double conversion), for
+/// messages: "nan" and "inf" spelled out (core/json_text.hpp's json_number
+/// is the JSON form, with null).
+std::string number(double v, const char* fmt = "%g");
+
 /// The template-matching options that `match` and `video --op match` share.
 /// Each command registers them with its own help text (the *_opt members are
 /// what it registered, so that options the user left out keep the library's
